@@ -1,0 +1,140 @@
+// XLA FFI handler for CUDA: checks the buffers, reads the device's limits once,
+// and launches the fused kernel on XLA's stream. It allocates nothing (the
+// split-K workspace is an output buffer XLA owns) and never synchronises, so
+// it is declared command-buffer (CUDA graph) compatible.
+#include <array>
+#include <mutex>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "handler_checks.h"
+#include "handlers.h"
+#include "marlin_kernel.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace jax_marlin {
+namespace {
+
+ffi::Error CudaError(const char* what, cudaError_t error) {
+  return ffi::Error::Internal(std::string("jax_marlin: ") + what + ": " +
+                             cudaGetErrorString(error));
+}
+
+// Device attributes are fixed for the life of the process: query each device
+// once rather than on every call.
+cudaError_t GetDeviceLimits(DeviceLimits* limits) {
+  constexpr int kMaxDevices = 64;
+  static std::array<DeviceLimits, kMaxDevices> cache{};
+  static std::array<bool, kMaxDevices> cached{};
+  static std::mutex mutex;
+  int device = 0;
+  if (cudaError_t error = cudaGetDevice(&device); error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < kMaxDevices && cached[device]) {
+    *limits = cache[device];
+    return cudaSuccess;
+  }
+  int major = 0, minor = 0;
+  for (auto [value, attribute] :
+       {std::pair{&limits->sm_count, cudaDevAttrMultiProcessorCount},
+        std::pair{&limits->max_shared_bytes_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin},
+        std::pair{&major, cudaDevAttrComputeCapabilityMajor},
+        std::pair{&minor, cudaDevAttrComputeCapabilityMinor}}) {
+    if (cudaError_t error = cudaDeviceGetAttribute(value, attribute, device);
+        error != cudaSuccess) {
+      return error;
+    }
+  }
+  limits->compute_capability = 10 * major + minor;
+  if (device < kMaxDevices) {
+    cache[device] = *limits;
+    cached[device] = true;
+  }
+  return cudaSuccess;
+}
+
+ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer codes,
+                           ffi::AnyBuffer scales, ffi::AnyBuffer zero_points,
+                           ffi::AnyBuffer bias, ffi::Result<ffi::AnyBuffer> out,
+                           ffi::Result<ffi::Buffer<ffi::F32>> workspace, int64_t K, int64_t N,
+                           int64_t bits, int64_t block_size, int64_t zero_point_kind,
+                           int64_t split_k) {
+  const WeightShape shape{K, N, bits, block_size, zero_point_kind};
+  int64_t M = 0;
+  if (auto error = CheckBuffers(shape, a, codes, scales, zero_points, bias,
+                                out->element_count(), &M);
+      error.failure()) {
+    return error;
+  }
+  const auto dtype = a.element_type();
+  if (bits != 4 || (dtype != ffi::DataType::F16 && dtype != ffi::DataType::BF16)) {
+    return ffi::Error::InvalidArgument(
+        "jax_marlin: the CUDA kernel takes 4-bit weights and float16 or bfloat16 activations");
+  }
+  if (K % 8 != 0) {
+    return ffi::Error::InvalidArgument("jax_marlin: the CUDA kernel needs K % 8 == 0");
+  }
+  for (auto buffer : {scales, bias}) {
+    if (buffer.element_count() && buffer.element_type() != dtype) {
+      return ffi::Error::InvalidArgument(
+          "jax_marlin: scales and bias must have the activations' dtype");
+    }
+  }
+  if (out->element_type() != dtype) {
+    return ffi::Error::InvalidArgument("jax_marlin: out must have the activations' dtype");
+  }
+  if (M == 0) return ffi::Error::Success();
+
+  DeviceLimits device;
+  if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) {
+    return CudaError("reading device attributes", error);
+  }
+  MarlinGemmArgs args;
+  args.a = a.untyped_data();
+  args.codes = codes.typed_data<uint32_t>();
+  args.scales = scales.untyped_data();
+  args.zero_points = zero_point_kind ? zero_points.untyped_data() : nullptr;
+  args.bias = bias.element_count() ? bias.untyped_data() : nullptr;
+  args.out = out->untyped_data();
+  args.workspace = workspace->typed_data();
+  args.workspace_elems = static_cast<int64_t>(workspace->element_count());
+  args.M = M;
+  args.N = N;
+  args.K = K;
+  args.n_pad = shape.n_pad();
+  args.k_pad = shape.k_pad();
+  args.k_blocks = shape.k_blocks();
+  args.group_size = block_size;
+  args.dtype = dtype == ffi::DataType::F16 ? ActDType::kFloat16 : ActDType::kBFloat16;
+  args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
+  if (cudaError_t error = LaunchMarlinGemm(args, device, static_cast<int>(split_k), stream);
+      error != cudaSuccess) {
+    return CudaError("launching the W4A16 kernel", error);
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(MatMulNBitsCudaHandler, MatMulNBitsCuda,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::AnyBuffer>()  // a [..., K], K % 8 == 0
+                                  .Arg<ffi::AnyBuffer>()  // codes, tile layout
+                                  .Arg<ffi::AnyBuffer>()  // scales, activation dtype
+                                  .Arg<ffi::AnyBuffer>()  // zero points (maybe empty)
+                                  .Arg<ffi::AnyBuffer>()  // bias (maybe empty)
+                                  .Ret<ffi::AnyBuffer>()  // out [..., N]
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // split-K workspace
+                                  .Attr<int64_t>("K")
+                                  .Attr<int64_t>("N")
+                                  .Attr<int64_t>("bits")
+                                  .Attr<int64_t>("block_size")
+                                  .Attr<int64_t>("zero_point_kind")
+                                  .Attr<int64_t>("split_k"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace jax_marlin

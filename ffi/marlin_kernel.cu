@@ -1,0 +1,920 @@
+// Fused 4-bit-weight x fp16/bf16-activation GEMM on tensor cores (mma.sync
+// m16n8k16, fp32 accumulation), for weights in the jax_marlin tile layout.
+//
+// Contract: marlin_kernel.h. Layout: jax_marlin/_layout.py.
+//
+// Design in one paragraph. A thread block of 8 warps owns a 128-column slice
+// of the output (two 64-column layout "units"), one block of up to 64 rows
+// (1..4 m16 tiles, a template parameter so M = 1 pays for 16 rows, not 64)
+// and one contiguous range of k (its k-split). It walks that k-range in
+// "k-tiles" of 256 (16 k16 slabs), bringing A and the codes, scales and zero
+// points of each k-tile into a ring of shared-memory stages with cp.async, so
+// that several k-tiles of loads are in flight while the warps dequantize and
+// multiply an earlier one. Warp w owns unit (w & 1) and the four k16 slabs
+// 4 (w >> 1) .. 4 (w >> 1) + 3 of every k-tile; the four warps of a unit
+// therefore hold partial sums of the same outputs, which are added in shared
+// memory at the end (in a fixed order). With S > 1 k-splits each split writes
+// an fp32 partial to the workspace and a second kernel adds the S partials in
+// split order, so the result is bitwise reproducible run to run.
+
+#include "marlin_kernel.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace jax_marlin {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Tiling constants.
+// ---------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kUnitN = 64;                       // columns of one layout unit
+constexpr int kUnitsPerBlock = 2;                // 128 output columns per block
+constexpr int kK16PerTile = 16;                  // one pipeline stage covers 256 of k
+constexpr int kTileK = 16 * kK16PerTile;
+constexpr int kKWarps = kWarps / kUnitsPerBlock;         // 4 warps share a unit
+constexpr int kK16PerWarp = kK16PerTile / kKWarps;       // 4 slabs per warp per tile
+constexpr int kUnitBytes = 512;                          // 16 x 64 codes, 4 bits each
+constexpr int kBStageBytes = kUnitsPerBlock * kK16PerTile * kUnitBytes;  // 16 KB
+constexpr int kARowBytes = kTileK * 2;                   // 512 B: 256 halves
+constexpr int kScaleGroupBytes = kUnitsPerBlock * kUnitN * 2;  // 256 B per group
+constexpr int kMinTilesPerSplit = 2;  // a split shorter than this is mostly fill/drain
+constexpr int kMaxSplits = 64;
+
+static_assert(kK16PerWarp * kKWarps == kK16PerTile, "warps must tile the k-tile");
+static_assert(kKWarps == 4, "the k-warp reduction below is written for 4 k-warps");
+
+// Pipeline depth and occupancy per m16-tile count. One stage holds 16 KB of
+// codes plus the A tile (8 KB per m16 tile). Small M is a pure weight stream:
+// M <= 16 runs 2 blocks per SM with 4 stages, i.e. 2 x 3 x 16 KB = 96 KB of
+// codes in flight per SM (Little's law at ~30 GB/s per SM and ~1.5-2 us of
+// loaded DRAM latency asks for ~45-60 KB). Larger M is compute-heavy (up to
+// 128 fp32 accumulators per thread): 1 block per SM, and 3 stages for 3-4 m16
+// tiles so the 32 KB A tiles still fit sm_80's 163 KB.
+template <int kMTiles>
+struct TileConfig {
+  static constexpr int kStages = kMTiles <= 2 ? 4 : 3;
+  static constexpr int kMinBlocksPerSM = kMTiles == 1 ? 2 : 1;
+  static constexpr int kAStageBytes = 16 * kMTiles * kARowBytes;
+  // Cross-k-warp reduction buffer: 2 slots x 2 units x 32 lanes x 32*kMTiles floats.
+  static constexpr int kReduceBytes = 2 * kUnitsPerBlock * 32 * (32 * kMTiles) * 4;
+};
+
+// Everything the main kernel needs, by value (lives in the constant bank).
+struct KernelParams {
+  const void* a;
+  const uint32_t* codes;
+  const void* scales;
+  const void* zero_points;
+  const void* bias;
+  void* out;
+  float* workspace;
+  int64_t M, N, K, n_pad;
+  int k16_total;          // k_pad / 16
+  int k_blocks;
+  int log2_group_size;
+  int groups_per_tile;    // max(1, 256 / group_size): groups one k-tile touches
+  int tiles_per_split;
+  int num_splits;
+  int units_total;        // n_pad / 64
+  // Byte offsets inside one pipeline stage, and the stage size.
+  int stage_bytes;
+  int b_offset, scale_offset, zp_offset;
+};
+
+// ---------------------------------------------------------------------------
+// Dtype traits: the magic numbers and the f16x2 / bf16x2 arithmetic.
+// All values travel as uint32_t holding a packed pair, which is what the mma
+// and lop3 inline asm consume.
+// ---------------------------------------------------------------------------
+
+template <typename T>
+struct DTypeTraits;
+
+template <>
+struct DTypeTraits<__half> {
+  using Pair = __half2;
+  static constexpr bool kIsBF16 = false;
+};
+
+template <>
+struct DTypeTraits<__nv_bfloat16> {
+  using Pair = __nv_bfloat162;
+  static constexpr bool kIsBF16 = true;
+};
+
+// ---------------------------------------------------------------------------
+// PTX wrappers.
+// ---------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global->shared copy that bypasses L1 (.cg): codes are streamed
+// exactly once and A tiles are re-read by other blocks from L2, never from this
+// SM's L1, so caching them in L1 would only evict useful lines. `src_bytes` < 16
+// zero-fills the rest of the destination (0 = pure zero fill, nothing is read).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+#endif
+}
+
+// Closes the group of cp.async issued since the last commit: one group per
+// k-tile, so "wait until at most N groups are pending" means "until k-tile
+// it - N has landed".
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Four 8x8 b16 matrices from shared memory: with lane l pointing at row
+// (l & 15), 16-byte column chunk (l >> 4) of a 16x16 A sub-tile, the four
+// matrices come out in exactly the order of the m16n8k16 A fragment
+// {rows 0-7 k 0-7, rows 8-15 k 0-7, rows 0-7 k 8-15, rows 8-15 k 8-15}.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&frag)[4], uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(frag[0]), "=r"(frag[1]), "=r"(frag[2]), "=r"(frag[3])
+               : "r"(addr));
+#endif
+}
+
+__device__ __forceinline__ uint4 lds_128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t lds_32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+// (a & b) | c in ONE instruction: lop3's 8-bit immediate is the truth table of
+// the function over the canonical inputs a = 0xF0, b = 0xCC, c = 0xAA, and
+// (0xF0 & 0xCC) | 0xAA = 0xEA. Used to drop a nibble into the mantissa of a
+// magic-number float pair.
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// f16x2 arithmetic with explicit .rn so ptxas never contracts a mul and a sub
+// into an fma (the dequant numerics below are specified operation by operation).
+__device__ __forceinline__ uint32_t f16x2_sub(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("sub.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ uint32_t f16x2_mul(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ uint32_t f16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// bf16x2: sm_80 has only the fma form (add/sub/mul.bf16x2 are sm_90), so sub
+// and mul are written as fmas, which are exact stand-ins: a - b = fma(b, -1, a)
+// and a * b = fma(a, b, -0) (the -0 addend keeps +0 * x = +0).
+constexpr uint32_t kBF16x2MinusOne = 0xBF80BF80u;
+constexpr uint32_t kBF16x2MinusZero = 0x80008000u;
+__device__ __forceinline__ uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+  d = 0;
+#endif
+  return d;
+}
+
+// D += A * B on the tensor cores, fp32 accumulation. Fragment layouts (g =
+// lane >> 2, t = lane & 3): A regs {row g k 2t..2t+1, row g+8 k 2t..,
+// row g k 2t+8.., row g+8 k 2t+8..}; B regs {k 2t..2t+1, k 2t+8..2t+9} of
+// column g; C/D {row g cols 2t, 2t+1, row g+8 cols 2t, 2t+1}.
+template <bool kIsBF16>
+__device__ __forceinline__ void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4],
+                                            uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kIsBF16) {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+#endif
+}
+
+// Duplicates the low (which = 0) or high (which = 1) 16-bit half of `w` into
+// both halves: one PRMT. Scales are stored one per column; the B fragment
+// register holds two k of the SAME column, so it needs (s, s).
+__device__ __forceinline__ uint32_t broadcast_half(uint32_t w, int which) {
+  return __byte_perm(w, 0u, which ? 0x3232u : 0x1010u);
+}
+
+// ---------------------------------------------------------------------------
+// Dequantization.
+//
+// A lane's code word j holds the 8 codes of columns (j, h = 0) and (j, h = 1)
+// at k = 2t, 2t+1, 2t+8, 2t+9 (see the header). Nibble p sits at bit 4p with
+// (h, khi, klo) = ((p & 3) >> 1, p & 1, p >> 2), so
+//   bits  0- 3 | 16-19  (mask 0x000F000F): h0, k 2t   | 2t+1  -> B reg 0 of n8-tile (j,0)
+//   bits  4- 7 | 20-23  (mask 0x00F000F0): h0, k 2t+8 | 2t+9  -> B reg 1 of n8-tile (j,0)
+//   the same after >> 8                  : the two B regs of n8-tile (j,1)
+// and a single lop3 turns either pair into a packed pair of floats:
+//   fp16: 0x6400 = 1024.0 has a unit ULP, so (0x6400 | c) = 1024 + c and
+//         (0x6400 | c << 4) = 1024 + 16 c; fma(x, 1/16, -64) = c exactly.
+//   bf16: 0x4300 = 128.0 has a unit ULP but only 7 mantissa bits, so 16 c would
+//         reach the exponent: every nibble is shifted down to bits 0-3 and
+//         16-19 instead (shifts 0, 4, 8, 12), giving 128 + c.
+// Subtracting (magic + zp) is exact (all values are small integers), so the
+// fragment holds (c - zp) exactly and the single rounding happens in the
+// multiply by the scale, as in the reference.
+// ---------------------------------------------------------------------------
+
+constexpr uint32_t kLowNibbles = 0x000F000Fu;
+constexpr uint32_t kHighNibbles = 0x00F000F0u;
+constexpr uint32_t kFP16Magic = 0x64006400u;      // (1024, 1024)
+constexpr uint32_t kFP16OneSixteenth = 0x2C002C00u;  // (1/16, 1/16)
+constexpr uint32_t kFP16Minus64 = 0xD400D400u;    // (-64, -64)
+constexpr uint32_t kFP16_960 = 0x63806380u;       // (960, 960)
+constexpr uint32_t kBF16Magic = 0x43004300u;      // (128, 128)
+
+// Per-group, per-lane constants for the 8 columns r = 2 j + h a lane owns.
+struct GroupConstants {
+  uint32_t scale[8];    // (s_r, s_r)
+  uint32_t sub_lo[8];   // fp16: 1024 + zp; bf16: 128 + zp       (subtracted)
+  uint32_t add_hi[8];   // fp16 only: -(64 + zp)                   (fma addend)
+  uint32_t offset[8];   // kOffset only: (o_r, o_r)
+};
+
+template <typename T, ZeroPointKind kZP>
+__device__ __forceinline__ void load_group_constants(GroupConstants& gc, uint32_t scale_addr,
+                                                     uint32_t zp_addr) {
+  constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
+  const uint4 s = lds_128(scale_addr);
+  const uint32_t sw[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+  for (int r = 0; r < 8; ++r) gc.scale[r] = broadcast_half(sw[r >> 1], r & 1);
+
+  if constexpr (kZP == ZeroPointKind::kPacked4) {
+    const uint32_t zw = lds_32(zp_addr);
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const uint32_t z = (zw >> (4 * r)) & 0xFu;
+      // Put z into both halves' mantissas on top of the magic number.
+      gc.sub_lo[r] = (z * 0x00010001u) | (kBF16 ? kBF16Magic : kFP16Magic);
+      // 960 - (1024 + z) = -(64 + z), exact.
+      if constexpr (!kBF16) gc.add_hi[r] = f16x2_sub(kFP16_960, gc.sub_lo[r]);
+    }
+  } else {
+    // Implicit zero point 8, or kOffset (codes taken as is: zp 0).
+    constexpr uint32_t z = kZP == ZeroPointKind::kImplicit ? 8u : 0u;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      gc.sub_lo[r] = (z * 0x00010001u) | (kBF16 ? kBF16Magic : kFP16Magic);
+      // -(64 + 8) = -72 = 0xD480, or -64.
+      gc.add_hi[r] = z ? 0xD480D480u : kFP16Minus64;
+    }
+  }
+  if constexpr (kZP == ZeroPointKind::kOffset) {
+    const uint4 o = lds_128(zp_addr);
+    const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+    for (int r = 0; r < 8; ++r) gc.offset[r] = broadcast_half(ow[r >> 1], r & 1);
+  }
+}
+
+// (c - zp) -> weight, the rounding step: w = v * s, or fma(c, s, offset).
+template <typename T, ZeroPointKind kZP>
+__device__ __forceinline__ uint32_t apply_scale(uint32_t v, const GroupConstants& gc, int r) {
+  if constexpr (DTypeTraits<T>::kIsBF16) {
+    return bf16x2_fma(v, gc.scale[r],
+                      kZP == ZeroPointKind::kOffset ? gc.offset[r] : kBF16x2MinusZero);
+  } else {
+    if constexpr (kZP == ZeroPointKind::kOffset) return f16x2_fma(v, gc.scale[r], gc.offset[r]);
+    return f16x2_mul(v, gc.scale[r]);
+  }
+}
+
+// One code word -> the B fragments (2 regs each) of n8-tiles (j,0) and (j,1).
+template <typename T, ZeroPointKind kZP>
+__device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& gc, int j,
+                                             uint32_t (&b_h0)[2], uint32_t (&b_h1)[2]) {
+  const int r0 = 2 * j, r1 = 2 * j + 1;
+  if constexpr (DTypeTraits<T>::kIsBF16) {
+    const uint32_t x0 = and_or(q, kLowNibbles, kBF16Magic);
+    const uint32_t x1 = and_or(q >> 4, kLowNibbles, kBF16Magic);
+    const uint32_t x2 = and_or(q >> 8, kLowNibbles, kBF16Magic);
+    const uint32_t x3 = and_or(q >> 12, kLowNibbles, kBF16Magic);
+    b_h0[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x0), gc, r0);
+    b_h0[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x1), gc, r0);
+    b_h1[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x2), gc, r1);
+    b_h1[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x3), gc, r1);
+  } else {
+    const uint32_t q8 = q >> 8;
+    const uint32_t lo0 = and_or(q, kLowNibbles, kFP16Magic);    // 1024 + c
+    const uint32_t hi0 = and_or(q, kHighNibbles, kFP16Magic);   // 1024 + 16 c
+    const uint32_t lo1 = and_or(q8, kLowNibbles, kFP16Magic);
+    const uint32_t hi1 = and_or(q8, kHighNibbles, kFP16Magic);
+    b_h0[0] = apply_scale<T, kZP>(f16x2_sub(lo0, gc.sub_lo[r0]), gc, r0);
+    b_h0[1] = apply_scale<T, kZP>(f16x2_fma(hi0, kFP16OneSixteenth, gc.add_hi[r0]), gc, r0);
+    b_h1[0] = apply_scale<T, kZP>(f16x2_sub(lo1, gc.sub_lo[r1]), gc, r1);
+    b_h1[1] = apply_scale<T, kZP>(f16x2_fma(hi1, kFP16OneSixteenth, gc.add_hi[r1]), gc, r1);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Output helpers.
+// ---------------------------------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v);
+template <>
+__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// Writes columns n, n+1 of row `row` (both may be >= N: guarded). When N is
+// even, n is even and every row starts 4-byte aligned, so the pair is one store.
+template <typename T>
+__device__ __forceinline__ void store_pair(T* out, int64_t row, int64_t n, int64_t N, float v0,
+                                           float v1) {
+  T* p = out + row * N + n;
+  if ((N & 1) == 0) {
+    if (n < N) {
+      typename DTypeTraits<T>::Pair pair;
+      pair.x = from_float<T>(v0);
+      pair.y = from_float<T>(v1);
+      *reinterpret_cast<typename DTypeTraits<T>::Pair*>(p) = pair;
+    }
+  } else {
+    if (n < N) p[0] = from_float<T>(v0);
+    if (n + 1 < N) p[1] = from_float<T>(v1);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The main kernel.
+// ---------------------------------------------------------------------------
+
+template <typename T, ZeroPointKind kZP, int kMTiles>
+__global__ void __launch_bounds__(kThreads, TileConfig<kMTiles>::kMinBlocksPerSM)
+    marlin_gemm_kernel(const KernelParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using Cfg = TileConfig<kMTiles>;
+  constexpr int kStages = Cfg::kStages;
+  constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
+  constexpr int kAChunksPerRow = kARowBytes / 16;  // 32
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t smem_base = shared_address(smem);
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int warp_unit = warp & (kUnitsPerBlock - 1);  // which 64-column unit
+  const int warp_kgroup = warp / kUnitsPerBlock;      // which pair of k16 slabs
+
+  const int unit0 = blockIdx.x * kUnitsPerBlock;
+  const int units_here = min(kUnitsPerBlock, p.units_total - unit0);
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * (16 * kMTiles);
+  const int split = blockIdx.z;
+  const int k16_total = p.k16_total;
+  const int tiles_total = (k16_total + kK16PerTile - 1) / kK16PerTile;
+  const int tile_begin = split * p.tiles_per_split;
+  const int tile_end = min(tiles_total, tile_begin + p.tiles_per_split);
+  const int num_tiles = tile_end - tile_begin;
+  const int k16_begin = tile_begin * kK16PerTile;
+  const int k16_end = min(k16_total, tile_end * kK16PerTile);
+
+  const T* __restrict__ a = static_cast<const T*>(p.a);
+  const T* __restrict__ scales = static_cast<const T*>(p.scales);
+
+  // Issues the cp.async of k-tile `tile` (relative to this split) into ring
+  // slot `slot`. Everything a k-tile needs travels in the same commit group,
+  // so one wait_group makes the whole stage visible.
+  auto load_tile = [&](int tile, int slot) {
+    const uint32_t stage = smem_base + slot * p.stage_bytes;
+    const int kt0 = k16_begin + tile * kK16PerTile;
+
+    // Codes: warp w copies the unit at k16 offset w; lanes take consecutive
+    // 16-byte pieces, so each warp moves one contiguous 512-byte unit.
+#pragma unroll
+    for (int kl = warp; kl < kK16PerTile; kl += kWarps) {
+      if (kt0 + kl < k16_end) {
+#pragma unroll
+        for (int u = 0; u < kUnitsPerBlock; ++u) {
+          if (u < units_here) {
+            const uint32_t* src = p.codes +
+                                  (static_cast<int64_t>(unit0 + u) * k16_total + kt0 + kl) * 128 +
+                                  lane * 4;
+            cp_async_16(stage + p.b_offset + (u * kK16PerTile + kl) * kUnitBytes + lane * 16, src,
+                        16);
+          }
+        }
+      }
+    }
+
+    // A: 16*kMTiles rows x 16 chunks of 16 bytes. Rows >= M and columns >= K
+    // are zero-filled (src-size 0): nothing past the end of A is ever read and
+    // the padding codes k in [K, k_pad) meet exact zeros. K % 8 == 0, so a
+    // chunk is either all inside or all outside A's row.
+    //
+    // Chunk c of row r is stored at chunk (c ^ (r & 7)): ldmatrix reads one
+    // chunk column from 8 consecutive rows at once; with a 512-byte row pitch
+    // those would all hit the same 4 banks (8-way conflict), the XOR spreads
+    // them over all 32 banks. cp.async writes whole chunks, so the swizzle is
+    // free on the store side.
+#pragma unroll
+    for (int i = 0; i < kMTiles * kAChunksPerRow * 16 / kThreads; ++i) {
+      const int c = tid + i * kThreads;
+      const int row = c / kAChunksPerRow;
+      const int chunk = c % kAChunksPerRow;
+      const int64_t gm = m0 + row;
+      const int64_t gk = static_cast<int64_t>(kt0) * 16 + chunk * 8;
+      const bool inside = gm < p.M && gk < p.K;
+      const T* src = inside ? a + gm * p.K + gk : a;
+      cp_async_16(stage + row * kARowBytes + ((chunk ^ (row & 7)) * 16), src, inside ? 16 : 0);
+    }
+
+    // Scales (and kOffset offsets) of the groups this k-tile touches: for each
+    // group, the block's 128 columns are 256 contiguous bytes (the column
+    // permutation is inside 64-column units). Groups past k_blocks only occur
+    // in the tail tile and are never read.
+    const int group0 = (kt0 * 16) >> p.log2_group_size;
+    for (int idx = tid; idx < 16 * p.groups_per_tile; idx += kThreads) {
+      const int gl = idx >> 4;
+      const int piece = idx & 15;
+      const int u = piece >> 3;
+      const int grp = group0 + gl;
+      if (u < units_here && grp < p.k_blocks) {
+        const T* src = scales + static_cast<int64_t>(grp) * p.n_pad + unit0 * kUnitN + piece * 8;
+        cp_async_16(stage + p.scale_offset + gl * kScaleGroupBytes + piece * 16, src, 16);
+      }
+    }
+    if constexpr (kZP == ZeroPointKind::kOffset) {
+      for (int idx = (tid + 128) % kThreads; idx < 16 * p.groups_per_tile; idx += kThreads) {
+        const int gl = idx >> 4;
+        const int piece = idx & 15;
+        const int u = piece >> 3;
+        const int grp = group0 + gl;
+        if (u < units_here && grp < p.k_blocks) {
+          const T* src = static_cast<const T*>(p.zero_points) +
+                         static_cast<int64_t>(grp) * p.n_pad + unit0 * kUnitN + piece * 8;
+          cp_async_16(stage + p.zp_offset + gl * kScaleGroupBytes + piece * 16, src, 16);
+        }
+      }
+    }
+    if constexpr (kZP == ZeroPointKind::kPacked4) {
+      // 8 words per unit and group: 64 bytes for the block's two units.
+      for (int idx = (tid + 128) % kThreads; idx < 4 * p.groups_per_tile; idx += kThreads) {
+        const int gl = idx >> 2;
+        const int piece = idx & 3;
+        const int u = piece >> 1;
+        const int grp = group0 + gl;
+        if (u < units_here && grp < p.k_blocks) {
+          const uint32_t* src = static_cast<const uint32_t*>(p.zero_points) +
+                                static_cast<int64_t>(grp) * (p.n_pad / 8) + unit0 * 8 + piece * 4;
+          cp_async_16(stage + p.zp_offset + gl * 64 + piece * 16, src, 16);
+        }
+      }
+    }
+  };
+
+  float acc[kMTiles][4][2][4];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][j][h][e] = 0.f;
+
+  GroupConstants gc;
+  int current_group = -1;
+  const bool warp_active = warp_unit < units_here;
+
+  // Pipeline prologue: k-tiles 0 .. kStages-2 in flight. Every iteration
+  // commits exactly one group (possibly empty), so the group count stays in
+  // lock-step with the tile index and wait_group<kStages-2> below always means
+  // "tile `it` has landed".
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < num_tiles) load_tile(s, s);
+    cp_async_commit();
+  }
+
+  // Per-lane shared-memory byte offsets that do not change across tiles.
+  // ldmatrix: lane l addresses row (l & 15) of each m16 tile, chunk (l >> 4)
+  // of the k16 slab; (row & 7) == (l & 7) for every m16 tile.
+  const int a_row_in_tile = lane & 15;
+  const int a_chunk_half = lane >> 4;
+  const int a_swizzle = lane & 7;
+  const uint32_t b_lane_offset = p.b_offset + warp_unit * kK16PerTile * kUnitBytes + lane * 16;
+  const uint32_t scale_lane_offset = p.scale_offset + warp_unit * 128 + g * 16;
+  const uint32_t zp_lane_offset =
+      kZP == ZeroPointKind::kPacked4 ? p.zp_offset + (warp_unit * 8 + g) * 4
+                                     : p.zp_offset + warp_unit * 128 + g * 16;
+  const uint32_t zp_group_stride = kZP == ZeroPointKind::kPacked4 ? 64 : kScaleGroupBytes;
+
+  for (int it = 0; it < num_tiles; ++it) {
+    // Tile `it` has landed for THIS thread's copies; the barrier makes every
+    // thread's copies visible to all, and also certifies that all warps have
+    // finished computing on tile it-1, whose slot the load below reuses.
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    {
+      const int next = it + kStages - 1;
+      if (next < num_tiles) load_tile(next, next % kStages);
+      cp_async_commit();
+    }
+
+    const int slot = it % kStages;
+    const uint32_t stage = smem_base + slot * p.stage_bytes;
+    const int kt0 = k16_begin + it * kK16PerTile;
+    const int group0 = (kt0 * 16) >> p.log2_group_size;
+
+    if (warp_active) {
+      // Two-deep register pipeline over this warp's slabs: the shared-memory
+      // loads of slab i+1 are issued before slab i is dequantized, so their
+      // latency hides behind ALU work instead of stalling the warp.
+      uint4 codes[2];
+      uint32_t a_frag[2][kMTiles][4];
+      auto fetch = [&](int i, int buf) {
+        const int kl = warp_kgroup * kK16PerWarp + i;
+        codes[buf] = lds_128(stage + b_lane_offset + kl * kUnitBytes);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const int row = mt * 16 + a_row_in_tile;
+          const int chunk = (2 * kl + a_chunk_half) ^ a_swizzle;
+          ldmatrix_x4(a_frag[buf][mt], stage + row * kARowBytes + chunk * 16);
+        }
+      };
+      fetch(0, 0);
+#pragma unroll
+      for (int i = 0; i < kK16PerWarp; ++i) {
+        const int buf = i & 1;
+        if (i + 1 < kK16PerWarp) fetch(i + 1, buf ^ 1);
+        const int kl = warp_kgroup * kK16PerWarp + i;
+        const int kt = kt0 + kl;
+        if (kt < k16_end) {  // false only in the last, partial k-tile
+          // Scales/zero points change at most once per group: reload the
+          // per-lane constants only when this slab starts a new group.
+          const int grp = (kt * 16) >> p.log2_group_size;
+          if (grp != current_group) {
+            current_group = grp;
+            const int gl = grp - group0;
+            load_group_constants<T, kZP>(gc, stage + scale_lane_offset + gl * kScaleGroupBytes,
+                                         stage + zp_lane_offset + gl * zp_group_stride);
+          }
+          const uint32_t words[4] = {codes[buf].x, codes[buf].y, codes[buf].z, codes[buf].w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            uint32_t b_h0[2], b_h1[2];
+            dequant_word<T, kZP>(words[j], gc, j, b_h0, b_h1);
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt) {
+              mma_16x8x16<kBF16>(acc[mt][j][0], a_frag[buf][mt], b_h0[0], b_h0[1]);
+              mma_16x8x16<kBF16>(acc[mt][j][1], a_frag[buf][mt], b_h1[0], b_h1[1]);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Drain: only empty groups can still be pending, but the ring is about to
+  // be reused as the reduction buffer, so make sure nothing can land late.
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // Cross-k-warp reduction, in a fixed order so the result is deterministic:
+  // (kgroup0 + kgroup2) + (kgroup1 + kgroup3). Each lane moves its
+  // accumulators as float4s, lane-contiguous, so every access is conflict-free.
+  constexpr int kAccVec = kMTiles * 8;  // float4s per lane: one per (mt, j, h)
+  float4* reduce_buf = reinterpret_cast<float4*>(smem);
+  auto slot_ptr = [&](int slot_idx) {
+    return reduce_buf + (slot_idx * kUnitsPerBlock + warp_unit) * kAccVec * 32 + lane;
+  };
+  auto store_acc = [&](float4* dst) {
+#pragma unroll
+    for (int v = 0; v < kAccVec; ++v) {
+      const float* c = acc[v >> 3][(v >> 1) & 3][v & 1];
+      dst[v * 32] = make_float4(c[0], c[1], c[2], c[3]);
+    }
+  };
+  auto add_acc = [&](const float4* src) {
+#pragma unroll
+    for (int v = 0; v < kAccVec; ++v) {
+      float* c = acc[v >> 3][(v >> 1) & 3][v & 1];
+      const float4 o = src[v * 32];
+      c[0] += o.x;
+      c[1] += o.y;
+      c[2] += o.z;
+      c[3] += o.w;
+    }
+  };
+  if (warp_kgroup >= 2 && warp_active) store_acc(slot_ptr(warp_kgroup - 2));
+  __syncthreads();
+  if (warp_kgroup < 2 && warp_active) add_acc(slot_ptr(warp_kgroup));
+  __syncthreads();
+  if (warp_kgroup == 1 && warp_active) store_acc(slot_ptr(0));
+  __syncthreads();
+  if (warp_kgroup != 0 || !warp_active) return;
+  add_acc(slot_ptr(0));
+
+  // Epilogue. Accumulator (mt, j, h) holds rows m0 + 16 mt + g (+8) and
+  // columns 64 unit + 16 j + 8 h + 2t (+1).
+  const int64_t n_unit0 = static_cast<int64_t>(unit0 + warp_unit) * kUnitN;
+  if (p.num_splits == 1) {
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n = n_unit0 + 16 * j + 8 * h + 2 * t;
+        float b0 = 0.f, b1 = 0.f;
+        if (bias != nullptr) {
+          if (n < p.N) b0 = to_float<T>(bias[n]);
+          if (n + 1 < p.N) b1 = to_float<T>(bias[n + 1]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const int64_t r0 = m0 + 16 * mt + g;
+          const float* c = acc[mt][j][h];
+          if (r0 < p.M) store_pair<T>(out, r0, n, p.N, c[0] + b0, c[1] + b1);
+          if (r0 + 8 < p.M) store_pair<T>(out, r0 + 8, n, p.N, c[2] + b0, c[3] + b1);
+        }
+      }
+  } else {
+    // fp32 partial [split][m][n_pad]; n even, n_pad % 64 == 0: float2 aligned.
+    float* ws = p.workspace + static_cast<int64_t>(split) * p.M * p.n_pad;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n = n_unit0 + 16 * j + 8 * h + 2 * t;
+        if (n >= p.N) continue;
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const int64_t r0 = m0 + 16 * mt + g;
+          const float* c = acc[mt][j][h];
+          if (r0 < p.M)
+            *reinterpret_cast<float2*>(ws + r0 * p.n_pad + n) = make_float2(c[0], c[1]);
+          if (r0 + 8 < p.M)
+            *reinterpret_cast<float2*>(ws + (r0 + 8) * p.n_pad + n) = make_float2(c[2], c[3]);
+        }
+      }
+  }
+#else
+  __trap();  // built for an architecture without cp.async / bf16 mma
+#endif
+}
+
+// Split-K epilogue: out[m, n] = T(((p_0 + p_1) + ... + p_{S-1}) + bias[n]),
+// always in split order, so repeated runs are bitwise identical.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    splitk_reduce_kernel(const float* __restrict__ workspace, const T* __restrict__ bias,
+                         T* __restrict__ out, int64_t M, int64_t N, int64_t n_pad, int splits) {
+  const int64_t total = M * N;
+  const int64_t split_stride = M * n_pad;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = idx / N;
+    const int64_t n = idx - m * N;
+    const float* src = workspace + m * n_pad + n;
+    float sum = src[0];
+    for (int s = 1; s < splits; ++s) sum += src[s * split_stride];
+    if (bias != nullptr) sum += to_float<T>(bias[n]);
+    out[idx] = from_float<T>(sum);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host side.
+// ---------------------------------------------------------------------------
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Picks the number of k-splits. Model: `slots` blocks run at once; the blocks
+// of one wave take time ~ (k-tiles per split + pipeline fill), waves run one
+// after another, and a split costs a second (reduce) launch. Ties go to fewer
+// splits. For M = 1, 8192 x 28672 (224 blocks of 128 columns, 32 k-tiles)
+// this keeps S = 1: every SM already streams; for 28672 x 8192 (64 blocks,
+// 112 k-tiles) it picks S = 4 so that all SMs stream (both measured best on
+// H200 among S = 1..16).
+int choose_splits(int64_t base_blocks, int tiles_total, int max_splits, int slots) {
+  constexpr int64_t kFillTiles = 2;     // prologue/epilogue, in k-tile times
+  constexpr int64_t kReduceCost = 4;    // second launch + partial traffic
+  int best = 1;
+  int64_t best_cost = INT64_MAX;
+  for (int s = 1; s <= max_splits; ++s) {
+    const int64_t per_split = ceil_div(tiles_total, s);
+    const int64_t splits = ceil_div(tiles_total, per_split);
+    if (splits != s) continue;  // same partition as a smaller s
+    const int64_t waves = ceil_div(base_blocks * s, slots);
+    const int64_t cost = waves * (per_split + kFillTiles) + (s > 1 ? kReduceCost : 0);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = s;
+    }
+  }
+  return best;
+}
+
+template <typename T, ZeroPointKind kZP, int kMTiles>
+cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
+                         int split_k_override, cudaStream_t stream) {
+  using Cfg = TileConfig<kMTiles>;
+  KernelParams p{};
+  p.a = args.a;
+  p.codes = args.codes;
+  p.scales = args.scales;
+  p.zero_points = args.zero_points;
+  p.bias = args.bias;
+  p.out = args.out;
+  p.workspace = args.workspace;
+  p.M = args.M;
+  p.N = args.N;
+  p.K = args.K;
+  p.n_pad = args.n_pad;
+  p.k16_total = static_cast<int>(args.k_pad / 16);
+  p.k_blocks = static_cast<int>(args.k_blocks);
+  int log2_gs = 0;
+  while ((int64_t{1} << log2_gs) < args.group_size) ++log2_gs;
+  p.log2_group_size = log2_gs;
+  p.groups_per_tile = static_cast<int>(std::max<int64_t>(1, kTileK / args.group_size));
+  p.units_total = static_cast<int>(args.n_pad / kUnitN);
+
+  const int zp_group_bytes = kZP == ZeroPointKind::kPacked4  ? 64
+                             : kZP == ZeroPointKind::kOffset ? kScaleGroupBytes
+                                                             : 0;
+  p.b_offset = Cfg::kAStageBytes;
+  p.scale_offset = p.b_offset + kBStageBytes;
+  p.zp_offset = p.scale_offset + p.groups_per_tile * kScaleGroupBytes;
+  p.stage_bytes = p.zp_offset + p.groups_per_tile * zp_group_bytes;
+  const int smem_bytes = std::max(Cfg::kStages * p.stage_bytes, Cfg::kReduceBytes);
+  if (smem_bytes > device.max_shared_bytes_per_block) return cudaErrorInvalidConfiguration;
+
+  const int tiles_total = static_cast<int>(ceil_div(p.k16_total, kK16PerTile));
+  const int64_t n_blocks = ceil_div(p.units_total, kUnitsPerBlock);
+  const int64_t m_blocks = ceil_div(args.M, 16 * kMTiles);
+  if (m_blocks > 65535) return cudaErrorInvalidConfiguration;
+
+  // How many splits the workspace can hold: S partials of M x n_pad floats.
+  const int64_t per_split_elems = args.M * args.n_pad;
+  int64_t ws_splits = args.workspace != nullptr ? args.workspace_elems / per_split_elems : 0;
+  const int shape_max = std::min<int64_t>(tiles_total, kMaxSplits);
+  int splits = 1;
+  if (split_k_override > 0) {
+    splits = static_cast<int>(std::min<int64_t>({int64_t{split_k_override}, ws_splits,
+                                                 int64_t{shape_max}}));
+  } else {
+    const int heuristic_max = static_cast<int>(
+        std::min<int64_t>({ws_splits, int64_t{tiles_total / kMinTilesPerSplit}, kMaxSplits}));
+    // Blocks resident per SM: bounded by the register budget we compiled for
+    // and by shared memory (about 1 KB per block is reserved by the driver).
+    const int smem_per_sm = device.max_shared_bytes_per_block + 1024;
+    const int by_smem = std::max(1, smem_per_sm / (smem_bytes + 1024));
+    const int per_sm = std::min(Cfg::kMinBlocksPerSM, by_smem);
+    const int slots = std::max(1, device.sm_count) * per_sm;
+    if (heuristic_max > 1)
+      splits = choose_splits(n_blocks * m_blocks, tiles_total, heuristic_max, slots);
+  }
+  splits = std::max(1, splits);
+  p.tiles_per_split = static_cast<int>(ceil_div(tiles_total, splits));
+  splits = static_cast<int>(ceil_div(tiles_total, p.tiles_per_split));  // no empty split
+  p.num_splits = splits;
+
+  auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (err != cudaSuccess) return err;
+
+  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),
+                  static_cast<unsigned>(splits));
+  kernel<<<grid, kThreads, smem_bytes, stream>>>(p);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+
+  if (splits > 1) {
+    const int64_t total = args.M * args.N;
+    const int64_t blocks =
+        std::min<int64_t>(ceil_div(total, 256), int64_t{std::max(1, device.sm_count)} * 16);
+    splitk_reduce_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+        args.workspace, static_cast<const T*>(args.bias), static_cast<T*>(args.out), args.M,
+        args.N, args.n_pad, splits);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+template <typename T, ZeroPointKind kZP>
+cudaError_t dispatch_mtiles(const MarlinGemmArgs& args, const DeviceLimits& device,
+                            int split_k_override, cudaStream_t stream) {
+  // M <= 64 uses exactly ceil(M / 16) m16 tiles in one m-block; larger M uses
+  // 64-row m-blocks along grid.y.
+  const int64_t m_tiles = std::min<int64_t>(4, ceil_div(args.M, 16));
+  switch (m_tiles) {
+    case 1: return launch_typed<T, kZP, 1>(args, device, split_k_override, stream);
+    case 2: return launch_typed<T, kZP, 2>(args, device, split_k_override, stream);
+    case 3: return launch_typed<T, kZP, 3>(args, device, split_k_override, stream);
+    default: return launch_typed<T, kZP, 4>(args, device, split_k_override, stream);
+  }
+}
+
+template <typename T>
+cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const DeviceLimits& device,
+                                 int split_k_override, cudaStream_t stream) {
+  switch (args.zero_point_kind) {
+    case ZeroPointKind::kImplicit:
+      return dispatch_mtiles<T, ZeroPointKind::kImplicit>(args, device, split_k_override, stream);
+    case ZeroPointKind::kPacked4:
+      return dispatch_mtiles<T, ZeroPointKind::kPacked4>(args, device, split_k_override, stream);
+    case ZeroPointKind::kOffset:
+      return dispatch_mtiles<T, ZeroPointKind::kOffset>(args, device, split_k_override, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                             int split_k_override, cudaStream_t stream) {
+  if (args.M <= 0 || args.N <= 0 || args.K <= 0) return cudaErrorInvalidValue;
+  if (args.a == nullptr || args.codes == nullptr || args.scales == nullptr ||
+      args.out == nullptr)
+    return cudaErrorInvalidValue;
+  if (args.zero_point_kind != ZeroPointKind::kImplicit && args.zero_points == nullptr)
+    return cudaErrorInvalidValue;
+  const int64_t gs = args.group_size;
+  if (gs < 16 || (gs & (gs - 1)) != 0) return cudaErrorInvalidValue;
+  if (args.n_pad % kUnitN != 0 || args.N > args.n_pad) return cudaErrorInvalidValue;
+  if (args.k_pad % 16 != 0 || args.k_pad != args.k_blocks * gs || args.K > args.k_pad ||
+      args.K % 8 != 0)
+    return cudaErrorInvalidValue;
+  if (args.k_pad / 16 > INT32_MAX / 16 || args.n_pad / kUnitN > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (device.compute_capability < 80) return cudaErrorInvalidDeviceFunction;
+
+  switch (args.dtype) {
+    case ActDType::kFloat16:
+      return dispatch_zero_points<__half>(args, device, split_k_override, stream);
+    case ActDType::kBFloat16:
+      return dispatch_zero_points<__nv_bfloat16>(args, device, split_k_override, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace jax_marlin
+

@@ -1,0 +1,65 @@
+// Fused W4A16 GEMM for weights repacked into the jax_marlin tile layout.
+//
+// This header is the whole contract between the CUDA kernels and the XLA FFI
+// handler: it includes no XLA or nanobind header, so the kernels can be built,
+// read and tested on their own.
+//
+// Computes  out[m, n] = sum_k a[m, k] * w[n, k]  (+ bias[n])  for m < M, n < N,
+// with w[n, k] = (code[n, k] - zp[n, g]) * scale[n, g],  g = k / group_size,
+// where the codes, scales and zero points are in the layout described in
+// jax_marlin/_layout.py (one 16 x 64 (k x n) tile = 512 bytes = one 16-byte
+// load per lane of a warp, already in mma.m16n8k16 B-fragment order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace jax_marlin {
+
+enum class ActDType : int { kFloat16 = 0, kBFloat16 = 1 };
+
+// How zero points reach the kernel.
+enum class ZeroPointKind : int {
+  kImplicit = 0,  // symmetric: every zero point is 8
+  kPacked4 = 1,   // uint32 [k_blocks, n_pad / 8], eight 4-bit zero points a word
+  kOffset = 2,    // activation dtype [k_blocks, n_pad]: -zp * scale, added after scaling
+};
+
+struct MarlinGemmArgs {
+  const void* a;               // [M, K] row-major, activation dtype; K % 8 == 0
+  const uint32_t* codes;       // [n_pad / 64, k_pad / 16, 128]
+  const void* scales;          // [k_blocks, n_pad], activation dtype, permuted columns
+  const void* zero_points;     // see ZeroPointKind; nullptr for kImplicit
+  const void* bias;            // [N] activation dtype, or nullptr
+  void* out;                   // [M, N] row-major, activation dtype
+  float* workspace;            // fp32 split-K partial sums, workspace_elems floats
+  int64_t workspace_elems;     // the kernel never uses more; splits <= elems / (M * n_pad)
+  int64_t M;
+  int64_t N;                   // logical output features, N <= n_pad
+  int64_t K;                   // logical input features (row stride of a), K <= k_pad
+  int64_t n_pad;               // multiple of 64
+  int64_t k_pad;               // k_blocks * group_size, multiple of 16
+  int64_t k_blocks;
+  int64_t group_size;          // power of two >= 16
+  ActDType dtype;
+  ZeroPointKind zero_point_kind;
+};
+
+// What the device offers; read once by the handler, never assumed.
+struct DeviceLimits {
+  int sm_count;
+  int max_shared_bytes_per_block;  // opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin)
+  int compute_capability;          // e.g. 80, 90
+};
+
+// Launches the GEMM on `stream`. Allocates nothing and never synchronises, so
+// it is safe inside CUDA graphs. The workspace is owned by the caller (XLA);
+// its size bounds the number of k-splits. `split_k_override` > 0 forces that
+// many k-splits (clamped to what the shape and workspace allow); 0 lets the
+// heuristic choose from `device`.
+cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                             int split_k_override, cudaStream_t stream);
+
+}  // namespace jax_marlin

@@ -1,0 +1,63 @@
+"""Loads the compiled FFI modules and registers their handlers with XLA."""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+
+CPU_TARGET = "jax_marlin_matmul_nbits_cpu"
+CUDA_TARGET = "jax_marlin_matmul_nbits_cuda"
+
+
+def _load(name):
+    try:
+        return importlib.import_module(f"jax_marlin.{name}"), None
+    except ImportError as error:  # not built, or built for another platform
+        return None, f"{type(error).__name__}: {error}"
+
+
+_cpu, _cpu_error = _load("_cpu")
+_cuda, _cuda_error = _load("_cuda")
+
+for _module, _platform in ((_cpu, "cpu"), (_cuda, "CUDA")):
+    if _module is not None:
+        for _name, _capsule in _module.registrations().items():
+            jax.ffi.register_ffi_target(_name, _capsule, platform=_platform, api_version=1)
+
+
+def has_cpu_kernel() -> bool:
+    return _cpu is not None
+
+
+def has_cuda_kernel() -> bool:
+    return _cuda is not None
+
+
+def build_info() -> dict:
+    """What this installation was compiled with.
+
+    ``cpu`` / ``cuda``: whether each FFI module is present; ``cuda_architectures``:
+    the SM targets of the CUDA kernels; ``xla_ffi_api_version``: the version of
+    the XLA FFI headers the handlers were compiled against (a handler loads on
+    any jaxlib whose own version is at least this).
+    """
+    info = {
+        "cpu": _cpu is not None,
+        "cuda": _cuda is not None,
+        "cuda_architectures": [],
+        "cuda_runtime_version": None,
+        "xla_ffi_api_version": None,
+        "jax_version": jax.__version__,
+    }
+    module = _cuda or _cpu
+    if module is not None:
+        info["xla_ffi_api_version"] = tuple(module.xla_ffi_api_version())
+    if _cuda is not None:
+        info["cuda_architectures"] = [int(a) for a in _cuda.cuda_architectures().split(",")]
+        info["cuda_runtime_version"] = int(_cuda.cuda_runtime_version())
+    else:
+        info["cuda_import_error"] = _cuda_error
+    if _cpu is None:
+        info["cpu_import_error"] = _cpu_error
+    return info

@@ -1,0 +1,238 @@
+"""``matmul_nbits``: the public op, then the primitive behind it.
+
+The primitive takes the activations and the leaves of :class:`MarlinWeights`
+and is lowered per platform: CPU to the C++ FFI handler, CUDA to the fused
+tensor-core kernel (or, where that does not pay or does not apply, to a
+dequantize-then-dot in XLA), and every other platform to that XLA path. Its
+abstract evaluation, lowerings, batching and AD rules sit side by side below.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from jax_marlin import _checks, _ffi, _layout, _shapes
+from jax_marlin.weights import MarlinWeights, dequantize
+
+IMPLS = ("auto", "fused", "dense")
+
+
+def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
+    """``a @ dequant(W)^T (+ bias)`` for prepared MatMulNBits weights.
+
+    ``a``: ``[..., K]`` float16, bfloat16 or float32 (any leading dims, M = 0
+    included); result ``[..., N]`` in ``a``'s dtype. float16 / bfloat16 run on
+    the GPU's tensor cores with fp32 accumulation; float32 is computed in
+    float32 (on the GPU by a dequantize-then-dot at the highest precision).
+    ``bias`` is ``[N]``, cast to ``a``'s dtype and added before the single
+    final rounding.
+
+    ``impl`` picks the GPU path: ``"auto"`` (by M, from measurements),
+    ``"fused"`` (the fused kernel wherever it applies) or ``"dense"``
+    (dequantize, then XLA's dot). Other platforms ignore it.
+    """
+    if not isinstance(weights, MarlinWeights):
+        raise TypeError(
+            f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), got "
+            f"{type(weights).__name__}")
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    a = jnp.asarray(a)
+    _checks.activations(a, weights.K)
+    if bias is not None:
+        bias = jnp.asarray(bias)
+        _checks.bias(bias, weights.N)
+        bias = bias.astype(a.dtype)
+    return _bind(a, weights, bias, impl=impl, split_k=0)
+
+
+def _bind(a, w: MarlinWeights, bias, *, impl: str, split_k: int):
+    # Absent operands travel as empty arrays so that the primitive has one
+    # signature; the zero-point kind says how to read the zero points.
+    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+    bias = bias if bias is not None else jnp.zeros((0,), a.dtype)
+    return matmul_nbits_p.bind(a, w.codes, w.scales, zero_points, bias, K=w.K, N=w.N,
+                               bits=w.bits, block_size=w.block_size,
+                               zero_point_kind=w.zero_point_kind, impl=impl, split_k=split_k)
+
+
+matmul_nbits_p = Primitive("jax_marlin_matmul_nbits")
+
+_ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
+
+# From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
+# instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
+DENSE_FROM_M = 1024
+
+
+def _weights(codes, scales, zero_points, params) -> MarlinWeights:
+    zp = None if params["zero_point_kind"] == "implicit" else zero_points
+    return MarlinWeights(codes, scales, zp, K=params["K"], N=params["N"], bits=params["bits"],
+                         block_size=params["block_size"])
+
+
+# --- abstract evaluation -----------------------------------------------------
+
+def _abstract_eval(a, codes, scales, zero_points, bias, *, N, **_):
+    return jax.core.ShapedArray(a.shape[:-1] + (N,), a.dtype)
+
+
+matmul_nbits_p.def_abstract_eval(_abstract_eval)
+
+
+def _impl(*args, **params):
+    return _dispatch.apply_primitive(matmul_nbits_p, *args, **params)
+
+
+from jax._src import dispatch as _dispatch  # noqa: E402  (eager calls jit the op)
+
+matmul_nbits_p.def_impl(_impl)
+
+
+# --- lowerings -----------------------------------------------------------------
+
+def _dense(a, codes, scales, zero_points, bias, **params):
+    """Dequantize, then one dot: the path for every platform without a kernel."""
+    compute = jnp.float32 if a.dtype == jnp.float32 else a.dtype
+    weight = dequantize(_weights(codes, scales, zero_points, params), compute)
+    precision = jax.lax.Precision.HIGHEST if compute == jnp.float32 else None
+    y = jnp.einsum("...k,nk->...n", a, weight, precision=precision,
+                   preferred_element_type=jnp.float32)
+    if bias.size:
+        y = y + bias.astype(jnp.float32)
+    return y.astype(a.dtype)
+
+
+def _ffi_attributes(params):
+    return dict(K=np.int64(params["K"]), N=np.int64(params["N"]), bits=np.int64(params["bits"]),
+                block_size=np.int64(params["block_size"]),
+                zero_point_kind=np.int64(_ZERO_POINT_KINDS[params["zero_point_kind"]]))
+
+
+def _cpu(a, codes, scales, zero_points, bias, **params):
+    if not _ffi.has_cpu_kernel():
+        return _dense(a, codes, scales, zero_points, bias, **params)
+    K, N = params["K"], params["N"]
+    M = _shapes.rows(a.shape)
+    f32 = jnp.float32
+    if params["zero_point_kind"] == "float":
+        zero_points = zero_points.astype(f32)
+    call = jax.ffi.ffi_call(_ffi.CPU_TARGET, jax.ShapeDtypeStruct((M, N), f32))
+    out = call(a.reshape(M, K).astype(f32), codes, scales.astype(f32), zero_points,
+               bias.astype(f32), **_ffi_attributes(params))
+    return out.reshape(*a.shape[:-1], N).astype(a.dtype)
+
+
+def fused_applies(dtype, bits: int) -> bool:
+    """Whether the fused CUDA kernel handles these activations and weights."""
+    return _ffi.has_cuda_kernel() and bits == 4 and dtype in (jnp.float16, jnp.bfloat16)
+
+
+def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
+    M = _shapes.rows(a.shape)
+    use_fused = fused_applies(a.dtype, params["bits"]) and (
+        impl == "fused" or (impl == "auto" and M < DENSE_FROM_M))
+    if not use_fused or M == 0:
+        return _dense(a, codes, scales, zero_points, bias, **params)
+    K, N = params["K"], params["N"]
+    lead = a.shape[:-1]
+    a = a.reshape(M, K)
+    k_kernel = _shapes.round_up(K, 8)  # 16-byte rows for cp.async; zeros meet padded codes
+    if k_kernel != K:
+        a = jnp.pad(a, ((0, 0), (0, k_kernel - K)))
+    if params["zero_point_kind"] == "float":  # the kernel adds -zp * scale after scaling
+        zero_points = (-zero_points.astype(jnp.float32) * scales.astype(jnp.float32)).astype(a.dtype)
+    workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    call = jax.ffi.ffi_call(
+        _ffi.CUDA_TARGET,
+        (jax.ShapeDtypeStruct((M, N), a.dtype), jax.ShapeDtypeStruct((workspace,), jnp.float32)))
+    attributes = _ffi_attributes(params)
+    attributes["K"] = np.int64(k_kernel)
+    out, _ = call(a, codes, scales.astype(a.dtype), zero_points, bias, split_k=np.int64(split_k),
+                  **attributes)
+    return out.reshape(*lead, N)
+
+
+def _cuda_rule(ctx, *args, **params):
+    fn = functools.partial(_cuda, **params)
+    return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)
+
+
+def _without(params, *names):
+    return {k: v for k, v in params.items() if k not in names}
+
+
+def _cpu_rule(ctx, *args, **params):
+    fn = functools.partial(_cpu, **_without(params, "impl", "split_k"))
+    return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)
+
+
+def _dense_rule(ctx, *args, **params):
+    fn = functools.partial(_dense, **_without(params, "impl", "split_k"))
+    return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)
+
+
+mlir.register_lowering(matmul_nbits_p, _dense_rule)
+mlir.register_lowering(matmul_nbits_p, _cpu_rule, platform="cpu")
+mlir.register_lowering(matmul_nbits_p, _cuda_rule, platform="cuda")
+
+
+# --- batching ------------------------------------------------------------------
+
+def _batch(args, dims, **params):
+    a, *weight_args = args
+    a_dim, *weight_dims = dims
+    if all(d is None for d in weight_dims):
+        # Batched activations fold into M: the weights are shared, never copied.
+        if a_dim == a.ndim - 1:
+            a, a_dim = jnp.moveaxis(a, a_dim, 0), 0
+        return matmul_nbits_p.bind(a, *weight_args, **params), a_dim
+    # A batch of weights (e.g. experts): one op per member, in a loop.
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+    moved = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+    return jax.lax.map(lambda ops: matmul_nbits_p.bind(*ops, **params), tuple(moved)), 0
+
+
+batching.primitive_batchers[matmul_nbits_p] = _batch
+
+
+# --- differentiation -------------------------------------------------------------
+# The op is linear in `a` and affine in `bias`; the quantized weights are
+# constants (codes are integers; scales are not trained through this op).
+
+def _jvp(primals, tangents, **params):
+    a, codes, scales, zero_points, bias = primals
+    a_dot, _, scales_dot, zp_dot, bias_dot = tangents
+    if type(scales_dot) is not ad.Zero or type(zp_dot) is not ad.Zero:
+        raise NotImplementedError("jax_marlin.matmul_nbits is not differentiable in the "
+                                  "quantized weights; differentiate in a and bias")
+    out = matmul_nbits_p.bind(*primals, **params)
+    out_dot = jnp.zeros(out.shape, out.dtype)
+    if type(a_dot) is not ad.Zero:
+        no_bias = jnp.zeros((0,), a.dtype)
+        out_dot = matmul_nbits_p.bind(a_dot, codes, scales, zero_points, no_bias, **params)
+    if type(bias_dot) is not ad.Zero and bias.size:
+        out_dot = out_dot + bias_dot.astype(out.dtype)
+    return out, out_dot
+
+
+def _transpose(cotangent, a, codes, scales, zero_points, bias, **params):
+    if not ad.is_undefined_primal(a) or any(
+            ad.is_undefined_primal(x) for x in (codes, scales, zero_points, bias)):
+        raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a")
+    if type(cotangent) is ad.Zero:
+        return ad.Zero(a.aval), None, None, None, None
+    weight = dequantize(_weights(codes, scales, zero_points, params), jnp.float32)
+    a_bar = jnp.einsum("...n,nk->...k", cotangent.astype(jnp.float32), weight,
+                       precision=jax.lax.Precision.HIGHEST)
+    return a_bar.astype(a.aval.dtype), None, None, None, None
+
+
+ad.primitive_jvps[matmul_nbits_p] = _jvp
+ad.primitive_transposes[matmul_nbits_p] = _transpose

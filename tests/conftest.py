@@ -1,0 +1,174 @@
+"""Shared helpers: random MatMulNBits tensors, a float64 numpy oracle, markers.
+
+The oracle here decodes the ONNX bytes with plain numpy (no jax_marlin code),
+so it is independent of the package it checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jax_marlin as jm
+
+# Float32 oracles (jnp.dot, nnx.Linear) must be float32 on every backend: XLA's
+# GPU default for a float32 dot is TF32, ~1e-3 off, which would hide real errors.
+jax.config.update("jax_default_matmul_precision", "highest")
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"f16": np.dtype(np.float16), "bf16": BF16, "f32": np.dtype(np.float32)}
+
+# Relative Frobenius error allowed against the float64 oracle, by activation dtype.
+TOLERANCE = {np.dtype(np.float16): 2e-3, BF16: 1e-2, np.dtype(np.float32): 1e-5}
+
+
+def has_gpu() -> bool:
+    try:
+        return bool(jax.devices("gpu")) and bool(jm.build_info()["cuda"])
+    except RuntimeError:
+        return False
+
+
+requires_gpu = pytest.mark.skipif(
+    not has_gpu(), reason="needs a jax GPU device and the CUDA module built")
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded by the test's id, so every case draws its own inputs."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+# --- numpy decoding of the ONNX format (independent of jax_marlin) -------------
+
+def np_unpack(packed: np.ndarray, bits: int) -> np.ndarray:
+    """uint8 [..., nbytes] -> values [..., nbytes * 8 / bits], lowest bits first."""
+    packed = np.asarray(packed, np.uint8)
+    per_byte = 8 // bits
+    out = np.empty(packed.shape + (per_byte,), np.uint8)
+    for i in range(per_byte):
+        out[..., i] = (packed >> (i * bits)) & ((1 << bits) - 1)
+    return out.reshape(*packed.shape[:-1], packed.shape[-1] * per_byte)
+
+
+def np_pack(values: np.ndarray, bits: int) -> np.ndarray:
+    values = np.asarray(values, np.uint8)
+    per_byte = 8 // bits
+    grouped = values.reshape(*values.shape[:-1], -1, per_byte).astype(np.uint32)
+    out = np.zeros(grouped.shape[:-1], np.uint32)
+    for i in range(per_byte):
+        out |= grouped[..., i] << (i * bits)
+    return out.astype(np.uint8)
+
+
+def k_blocks(K, block):
+    return -(-K // block)
+
+
+@dataclasses.dataclass
+class Case:
+    """The tensors of one MatMulNBits node, as a producer would hand them over."""
+
+    packed: np.ndarray  # uint8 [N, kb, blob]
+    scales: np.ndarray  # [N, kb]
+    zero_points: np.ndarray | None  # uint8 packed, float [N, kb], or None
+    K: int
+    N: int
+    bits: int
+    block_size: int
+
+    @property
+    def attrs(self):
+        return dict(K=self.K, N=self.N, bits=self.bits, block_size=self.block_size)
+
+    def prepare(self, **kw):
+        return jm.prepare(self.packed, self.scales, self.zero_points, **self.attrs, **kw)
+
+    def weight64(self) -> np.ndarray:
+        """The logical weight [N, K] in float64, decoded with numpy alone."""
+        N, K, bits, block = self.N, self.K, self.bits, self.block_size
+        kb = k_blocks(K, block)
+        codes = np_unpack(self.packed.reshape(N, -1), bits).astype(np.float64)
+        codes = codes.reshape(N, kb, block)
+        scales = self.scales.astype(np.float64).reshape(N, kb)
+        if self.zero_points is None:
+            zp = np.full((N, kb), 2.0 ** (bits - 1))
+        elif self.zero_points.dtype == np.uint8:
+            zp = np_unpack(self.zero_points.reshape(N, -1), bits)[:, :kb].astype(np.float64)
+        else:
+            zp = self.zero_points.astype(np.float64).reshape(N, kb)
+        w = (codes - zp[..., None]) * scales[..., None]
+        return w.reshape(N, kb * block)[:, :K]
+
+
+def make_case(rng, *, N, K, bits=4, block_size=128, zp="packed", scale_dtype=np.float16,
+              junk_padding=True) -> Case:
+    """Random codes, scales and zero points (never zeros).
+
+    ``zp``: "packed" (uint8), "none" (symmetric) or "float" (code units, the
+    scales' dtype). With ``junk_padding`` the padded code slots of the last
+    block and the padding values of the zero-point rows hold random values,
+    which a correct implementation never reads.
+    """
+    kb = k_blocks(K, block_size)
+    k_pad = kb * block_size
+    top = (1 << bits) - 1
+    codes = rng.integers(0, top + 1, size=(N, k_pad), dtype=np.uint8)
+    if not junk_padding:
+        codes[:, K:] = 0
+    packed = np_pack(codes, bits).reshape(N, kb, block_size * bits // 8)
+    # Scales of either sign, sized so that outputs are O(1).
+    magnitude = rng.uniform(0.5, 1.5, size=(N, kb)) / (top * np.sqrt(K))
+    scales = (magnitude * rng.choice([-1.0, 1.0], size=(N, kb))).astype(scale_dtype)
+    if zp == "none":
+        zero_points = None
+    elif zp == "packed":
+        per_byte = 8 // bits
+        row = -(-kb // per_byte) * per_byte
+        values = rng.integers(0, top + 1, size=(N, row), dtype=np.uint8)
+        if not junk_padding:
+            values[:, kb:] = 1 << (bits - 1)
+        zero_points = np_pack(values, bits)
+    elif zp == "float":
+        zero_points = rng.uniform(0, top, size=(N, kb)).astype(scale_dtype)
+    else:
+        raise ValueError(zp)
+    return Case(packed, np.asarray(scales), zero_points, K, N, bits, block_size)
+
+
+def activations(rng, shape, dtype) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32).astype(dtype)
+
+
+def oracle64(a, case: Case, bias=None) -> np.ndarray:
+    """float64 ``a @ W^T (+ bias)`` on the values a and bias actually hold."""
+    y = np.asarray(a).astype(np.float64) @ case.weight64().T
+    if bias is not None:
+        y = y + np.asarray(bias).astype(np.float64)
+    return y
+
+
+def rel_err(got, want) -> float:
+    got = np.asarray(got).astype(np.float64)
+    want = np.asarray(want).astype(np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+def assert_close(got, want, dtype, tol=None):
+    """Finite, right shape, and within the dtype's relative Frobenius tolerance."""
+    got = np.asarray(got)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.all(np.isfinite(got.astype(np.float64))), "non-finite output"
+    tol = TOLERANCE[np.dtype(dtype)] if tol is None else tol
+    err = rel_err(got, want)
+    assert err <= tol, f"relative error {err:.3g} > {tol:.3g}"
+
+
+def to_jnp(x):
+    return None if x is None else jnp.asarray(x)

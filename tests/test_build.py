@@ -1,0 +1,30 @@
+"""What the build says about itself, checked against what actually runs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_marlin as jm
+from jax_marlin import _ffi
+
+
+def test_the_compiled_cpu_module_is_what_runs():
+    # Without the C++ module every CPU test would silently exercise the dense
+    # fallback instead of the FFI handler: this guards the suite itself.
+    info = jm.build_info()
+    assert info["cpu"], info
+    text = jax.jit(jm.matmul_nbits).trace(
+        jnp.ones((2, 64), jnp.float32),
+        jm.prepare(np.zeros((8, 2, 16), np.uint8), np.ones((8, 2), np.float32), K=64, N=8,
+                   block_size=32)).lower(lowering_platforms=("cpu",)).as_text()
+    assert _ffi.CPU_TARGET in text
+
+
+def test_build_info_reports_the_ffi_headers_and_cuda():
+    info = jm.build_info()
+    major, minor = info["xla_ffi_api_version"]
+    assert (major, minor) >= (0, 1)
+    assert info["jax_version"] == jax.__version__
+    if info["cuda"]:
+        assert set(info["cuda_architectures"]) & {80, 90}
+        assert info["cuda_runtime_version"] >= 12000

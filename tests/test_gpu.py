@@ -1,0 +1,172 @@
+"""The CUDA paths, on a GPU (skipped elsewhere). Budget: well under 2 minutes on an H200.
+
+Output poisoning: the FFI handler's signature (5 inputs, output + workspace)
+leaves no room for an aliased, NaN-filled output buffer, so instead every call
+here (a) runs right after a large NaN-filled device buffer was freed, so the
+allocator is likely to hand that memory back as the output, and (b) is checked
+for finiteness and against the float64 oracle on ragged shapes (M, N and K not
+multiples of any tile), where an unwritten element or a padding column leaking
+into the output would show as NaN or as a large error.
+"""
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_marlin as jm
+from jax_marlin import ops
+from conftest import (BF16, activations, assert_close, make_case, oracle64, requires_gpu,
+                      to_jnp)
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+HALF = {"f16": np.dtype(np.float16), "bf16": BF16}
+PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", 0), ("dense", 0)]
+
+
+def poison_allocator(nbytes=256 << 20):
+    junk = jnp.full((nbytes // 2,), jnp.nan, jnp.float16)
+    junk.block_until_ready()
+    del junk
+
+
+def _all_paths(a, w, b):
+    return tuple(ops._bind(a, w, b, impl=impl, split_k=split_k) for impl, split_k in PATHS)
+
+
+_all_paths_jit = jax.jit(_all_paths)
+
+
+def _shape_cases(num=24, seed=7):
+    """A covering list over the ragged shape axes (each value appears several times)."""
+    axes = {
+        "M": [1, 3, 17, 65, 130],
+        "N": [37, 130, 200, 520],
+        "K": [72, 200, 1000, 4100],
+        "block": [32, 128, "channel"],
+        "zp": ["packed", "none", "float"],
+        "bias": [False, True],
+    }
+    r = random.Random(seed)
+    columns = {}
+    for name, values in axes.items():
+        column = (values * (num // len(values) + 1))[:num]
+        r.shuffle(column)
+        columns[name] = column
+    cases = []
+    for i in range(num):
+        c = {name: columns[name][i] for name in axes}
+        if c["block"] == "channel":
+            c["block"] = 1 << (c["K"] - 1).bit_length()
+        cases.append(c)
+    return cases
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("c", _shape_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}{b}".format(
+    b="-bias" if c["bias"] else "", **c))
+def test_every_path_matches_oracle(rng, c, dtype):
+    act = HALF[dtype]
+    case = make_case(rng, N=c["N"], K=c["K"], block_size=c["block"], zp=c["zp"],
+                     scale_dtype=act)
+    a = activations(rng, (c["M"], c["K"]), act)
+    b = activations(rng, (c["N"],), act) if c["bias"] else None
+    w = case.prepare()
+    want = oracle64(a, case, b)
+    poison_allocator()
+    outs = _all_paths_jit(jnp.asarray(a), w, to_jnp(b))
+    for (impl, split_k), out in zip(PATHS, outs):
+        assert out.dtype == act, (impl, split_k)
+        assert_close(out, want, act)
+    # The public entry point, eagerly, after poisoning.
+    poison_allocator()
+    assert_close(jm.matmul_nbits(jnp.asarray(a), w, to_jnp(b)), want, act)
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_other_bit_widths_take_dense_path(rng, bits, dtype):
+    act = HALF[dtype]
+    case = make_case(rng, N=130, K=200, bits=bits, block_size=32, scale_dtype=act)
+    a = activations(rng, (17, 200), act)
+    out = jm.matmul_nbits(jnp.asarray(a), case.prepare(), impl="fused")
+    assert_close(out, oracle64(a, case), act)
+
+
+def test_float32_on_gpu_is_full_precision(rng):
+    case = make_case(rng, N=520, K=1000, block_size=128, scale_dtype=np.float32)
+    a = activations(rng, (65, 1000), np.float32)
+    assert_close(jm.matmul_nbits(jnp.asarray(a), case.prepare()), oracle64(a, case), np.float32)
+
+
+@pytest.mark.parametrize("split_k", [0, 3, 8])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_split_k_is_bitwise_deterministic(rng, split_k, dtype):
+    act = HALF[dtype]
+    case = make_case(rng, N=520, K=4100, block_size=128, scale_dtype=act)
+    w = case.prepare()
+    a = jnp.asarray(activations(rng, (16, 4100), act))
+    fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=split_k))
+    first = np.asarray(fn(a, w))
+    for _ in range(3):
+        poison_allocator()
+        np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16),
+                                      first.view(np.uint16))
+    assert_close(first, oracle64(np.asarray(a), case), act)
+
+
+@pytest.mark.parametrize("impl", ["auto", "fused"])
+def test_large_m(rng, impl):
+    case = make_case(rng, N=520, K=1000, block_size=128)
+    a = activations(rng, (1500, 1000), np.float16)
+    out = jax.jit(jm.matmul_nbits, static_argnames="impl")(jnp.asarray(a), case.prepare(),
+                                                            impl=impl)
+    assert_close(out, oracle64(a, case), np.float16)
+
+
+def test_rank3_and_vmap_on_gpu(rng):
+    case = make_case(rng, N=130, K=200, block_size=32)
+    w = case.prepare()
+    a = activations(rng, (4, 3, 200), np.float16)
+    fn = jax.jit(jax.vmap(lambda x: jm.matmul_nbits(x, w)))
+    assert_close(fn(jnp.asarray(a)), oracle64(a, case), np.float16)
+
+
+def test_empty_batch_on_gpu(rng):
+    w = make_case(rng, N=37, K=200, block_size=64).prepare()
+    for impl in ("auto", "fused", "dense"):
+        out = jm.matmul_nbits(jnp.zeros((2, 0, 200), jnp.float16), w, impl=impl)
+        assert out.shape == (2, 0, 37)
+
+
+def test_layer_stack_under_jit(rng):
+    """32 layers in one jitted program (XLA may run it as a CUDA graph), run twice."""
+    layers, width, M = 32, 512, 8
+    cases = [make_case(rng, N=width, K=width, block_size=128, zp=zp, scale_dtype=np.float16)
+             for zp in ["packed", "none", "float", "packed"] * (layers // 4)]
+    weights = [c.prepare() for c in cases]
+    a = activations(rng, (M, width), np.float16)
+
+    def normalize(x):
+        return x / jnp.sqrt(jnp.mean(jnp.square(x.astype(jnp.float32)), -1, keepdims=True)
+                            ).astype(x.dtype)
+
+    @jax.jit
+    def stack(x, weights):
+        for w in weights:
+            x = normalize(jax.nn.relu(jm.matmul_nbits(x, w)) + x)
+        return x
+
+    first = np.asarray(stack(jnp.asarray(a), weights))
+    second = np.asarray(stack(jnp.asarray(a), weights))
+    np.testing.assert_array_equal(first.view(np.uint16), second.view(np.uint16))
+
+    x = a.astype(np.float64)
+    for c in cases:
+        x = np.maximum(x @ c.weight64().T, 0) + x
+        x = x / np.sqrt(np.mean(x * x, -1, keepdims=True))
+    # 32 layers of fp16 roundings compound: a looser bound than one layer's 2e-3.
+    assert_close(first, x, np.float16, tol=2e-2)

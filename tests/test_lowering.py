@@ -1,0 +1,146 @@
+"""What the primitive lowers to, per platform, and its abstract evaluation.
+
+Lowering for CUDA needs no GPU: the StableHLO text is produced on this machine.
+Where the CUDA module is not built, the dispatcher's choices are still checked
+by pretending it is (``_ffi.has_cuda_kernel`` patched): the lowering only names
+the custom-call target, it never loads it.
+"""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_marlin as jm
+from jax_marlin import _ffi, _layout, _shapes, ops
+from conftest import make_case
+
+CUDA_TARGET = "jax_marlin_matmul_nbits_cuda"
+CPU_TARGET = "jax_marlin_matmul_nbits_cpu"
+
+
+def lowered_text(fn, *args, platform):
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+
+
+def custom_calls(text):
+    return re.findall(r"stablehlo\.custom_call @(\w+)", text)
+
+
+@pytest.fixture
+def weights(rng):
+    return {bits: make_case(rng, N=37, K=100, bits=bits, block_size=32).prepare()
+            for bits in (2, 4, 8)}
+
+
+@pytest.fixture(params=["built", "pretend"])
+def cuda(request, monkeypatch):
+    """The CUDA module as built here, or pretended present to test the dispatcher."""
+    if request.param == "built":
+        if not jm.build_info()["cuda"]:
+            pytest.skip("the CUDA module is not built in this installation")
+    else:
+        monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: True)
+    return request.param
+
+
+def _spec(shape, dtype):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_cuda_lowering_uses_fused_kernel_for_half_4bit(cuda, weights, dtype):
+    w = weights[4]
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w), _spec((3, 5, 100), dtype), w,
+                        platform="cuda")
+    assert custom_calls(text) == [CUDA_TARGET]
+    line = next(l for l in text.splitlines() if CUDA_TARGET in l)
+    # K is padded to a multiple of 8 for the kernel's 16-byte rows; M folds leading dims.
+    assert "K = 104" in line and "N = 37" in line and "split_k = 0" in line
+    assert "zero_point_kind = 1" in line
+    assert re.search(r"tensor<15x104x(f16|bf16)>", line)
+    workspace = _shapes.split_k_workspace_floats(15, _layout.n_pad(37))
+    assert f"tensor<{workspace}xf32>" in line
+
+
+@pytest.mark.parametrize("case", [
+    dict(dtype=jnp.float32, bits=4, M=5, impl="auto"),  # f32: dense, at full precision
+    dict(dtype=jnp.float16, bits=8, M=5, impl="fused"),  # no fused kernel for 8 bits
+    dict(dtype=jnp.float16, bits=2, M=5, impl="auto"),
+    dict(dtype=jnp.float16, bits=4, M=5, impl="dense"),
+    dict(dtype=jnp.float16, bits=4, M=ops.DENSE_FROM_M, impl="auto"),  # large M: dense
+    dict(dtype=jnp.float16, bits=4, M=0, impl="fused"),  # empty: nothing to launch
+], ids=lambda c: f"{np.dtype(c['dtype']).name}-{c['bits']}bit-M{c['M']}-{c['impl']}")
+def test_cuda_lowering_dense_paths_have_no_custom_call(cuda, weights, case):
+    w = weights[case["bits"]]
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl=case["impl"]),
+                        _spec((case["M"], 100), case["dtype"]), w, platform="cuda")
+    assert custom_calls(text) == []
+    if case["M"]:
+        assert "stablehlo.dot_general" in text
+
+
+def test_cuda_lowering_fused_for_large_m_when_asked(cuda, weights):
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl="fused"),
+                        _spec((1500, 100), jnp.float16), weights[4], platform="cuda")
+    assert custom_calls(text) == [CUDA_TARGET]
+
+
+def test_cuda_lowering_passes_split_k_and_zero_point_kinds(cuda, rng):
+    for zp, kind in (("none", 0), ("packed", 1), ("float", 2)):
+        w = make_case(rng, N=130, K=256, block_size=64, zp=zp).prepare()
+        text = lowered_text(
+            lambda a, w: ops._bind(a, w, None, impl="fused", split_k=5),
+            _spec((7, 256), jnp.float16), w, platform="cuda")
+        line = next(l for l in text.splitlines() if CUDA_TARGET in l)
+        assert "split_k = 5" in line and f"zero_point_kind = {kind}" in line and "K = 256" in line
+
+
+def test_cuda_lowering_without_module_is_dense(monkeypatch, weights):
+    monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: False)
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w), _spec((5, 100), jnp.float16),
+                        weights[4], platform="cuda")
+    assert custom_calls(text) == []
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.float32])
+def test_cpu_lowering_uses_cpu_kernel(weights, bits, dtype):
+    if not jm.build_info()["cpu"]:
+        pytest.skip("the CPU module is not built")
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w), _spec((2, 3, 100), dtype),
+                        weights[bits], platform="cpu")
+    assert custom_calls(text) == [CPU_TARGET]
+    assert re.search(r"custom_call @jax_marlin_matmul_nbits_cpu\(.*tensor<6x100xf32>", text)
+
+
+def test_build_info():
+    info = jm.build_info()
+    assert info["cpu"] is True
+    assert info["jax_version"] == jax.__version__
+    assert isinstance(info["xla_ffi_api_version"], tuple)
+    assert isinstance(info["cuda"], bool)
+    if not info["cuda"]:
+        assert info["cuda_architectures"] == [] and "cuda_import_error" in info
+
+
+@pytest.mark.parametrize("shape", [(5, 100), (2, 3, 100), (0, 100), (100,)])
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.float32])
+def test_eval_shape(weights, shape, dtype):
+    out = jax.eval_shape(lambda a, w, b: jm.matmul_nbits(a, w, b), _spec(shape, dtype),
+                         weights[4], _spec((37,), jnp.float32))
+    assert out.shape == shape[:-1] + (37,) and out.dtype == dtype
+
+
+def test_eval_shape_runs_no_kernel(monkeypatch, weights):
+    def boom(*args, **kwargs):
+        raise AssertionError("a kernel ran")
+
+    monkeypatch.setattr(ops.matmul_nbits_p, "impl", boom)
+    out = jax.eval_shape(jm.matmul_nbits, _spec((4, 100), jnp.float16), weights[4])
+    assert out.shape == (4, 37)
+    # The patch is real: an eager call does reach the implementation.
+    with pytest.raises(AssertionError, match="a kernel ran"):
+        jm.matmul_nbits(jnp.ones((4, 100), jnp.float16), weights[4])

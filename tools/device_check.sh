@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, GPU tests, benchmark. Logs go to $OUT.
+#   bash tools/device_check.sh [pytest args...]
+# Environment: BENCH="--quick" (benchmark arguments; empty string skips it),
+# FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
+# carried in .ffi so that the build is the one CI makes).
+set -uo pipefail
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
+repo="$(pwd)"
+headers="${FFI_HEADERS:-.ffi/include}"
+start=$(date +%s)
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+
+echo "== build"
+python3 -m pip install --no-build-isolation --no-deps -v . \
+  -Ccmake.define.XLA_FFI_INCLUDE_DIR="$repo/$headers" \
+  -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >"$OUT/build.log" 2>&1 \
+  || { tail -60 "$OUT/build.log"; exit 1; }
+grep -E "ptxas|spill|error" "$OUT/build.log" | tail -20
+echo "build took $(( $(date +%s) - start )) s"
+(cd /tmp && python3 -c "import jax, jax_marlin; print(jax.devices()); print(jax_marlin.build_info())")
+
+echo "== tests"
+(cd /tmp && timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -rfE \
+  "$repo/tests" "$@" 2>&1 | tee "$OUT/pytest.log" | tail -40)
+echo "tests done at $(( $(date +%s) - start )) s"
+
+echo "== examples"
+(cd /tmp && timeout 60 python3 "$repo/examples/quickstart.py" 2>&1 | tail -4 | tee "$OUT/quickstart.log")
+if [ -n "${DECODE-}" ]; then
+  (cd /tmp && timeout "${DECODE_TIMEOUT:-150}" python3 "$repo/examples/decode.py" $DECODE \
+    --out "$OUT/decode.json" 2>&1 | tail -12 | tee "$OUT/decode.log")
+fi
+
+if [ -n "${BENCH-}" ]; then
+  echo "== bench $BENCH"
+  (cd /tmp && python3 -m jax_marlin.bench $BENCH --csv "$OUT/bench.csv" --plot "$OUT/bench.png" 2>&1 \
+    | tee "$OUT/bench.log" | tail -80)
+fi
+echo "total $(( $(date +%s) - start )) s"
