@@ -68,7 +68,7 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 
 # From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
 # instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
-DENSE_FROM_M = 1024
+DENSE_FROM_M = 256
 
 
 def _weights(codes, scales, zero_points, params) -> MarlinWeights:

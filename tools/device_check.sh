@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, GPU tests, benchmark. Logs go to $OUT.
 #   bash tools/device_check.sh [pytest args...]
-# Environment: BENCH="--quick" (benchmark arguments; empty string skips it),
+# Environment: BENCH="--quick" (benchmark arguments; unset skips it), DECODE=" " (run
+# examples/decode.py with these arguments), SANITIZE=1 (compute-sanitizer sweep),
+# SKIP_EXAMPLES=1, TEST_TIMEOUT (s),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
 # carried in .ffi so that the build is the one CI makes).
 set -uo pipefail
@@ -26,8 +28,20 @@ echo "== tests"
   "$repo/tests" "$@" 2>&1 | tee "$OUT/pytest.log" | tail -40)
 echo "tests done at $(( $(date +%s) - start )) s"
 
-echo "== examples"
-(cd /tmp && timeout 60 python3 "$repo/examples/quickstart.py" 2>&1 | tail -4 | tee "$OUT/quickstart.log")
+if [ -n "${SANITIZE-}" ]; then
+  echo "== compute-sanitizer (memcheck, then racecheck) on ragged shapes"
+  for tool in memcheck racecheck; do
+    (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform timeout "${SANITIZE_TIMEOUT:-60}" \
+      compute-sanitizer --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
+      python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1; \
+      echo "$tool exit $?"; tail -4 "$OUT/sanitize_$tool.log")
+  done
+fi
+
+if [ -z "${SKIP_EXAMPLES-}" ]; then
+  echo "== examples"
+  (cd /tmp && timeout 60 python3 "$repo/examples/quickstart.py" 2>&1 | tail -4 | tee "$OUT/quickstart.log")
+fi
 if [ -n "${DECODE-}" ]; then
   (cd /tmp && timeout "${DECODE_TIMEOUT:-150}" python3 "$repo/examples/decode.py" $DECODE \
     --out "$OUT/decode.json" 2>&1 | tail -12 | tee "$OUT/decode.log")

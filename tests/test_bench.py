@@ -1,0 +1,118 @@
+"""The benchmark's plumbing, on the CPU with the smallest settings (not its numbers)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from jax_marlin import bench
+
+SWEEP_IMPLS = ("dense", "jax_marlin", "jax_marlin_fused", "jax_marlin_dense", "xla_int4")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "bench.csv"
+    returned = bench.main([
+        "--shapes", "256x128", "--ms", "1,3", "--dtypes", "float16", "--groups", "128,-1",
+        "--layer-stack", "--stack-shape", "128x128", "--stack-layers", "2",
+        "--repack", "--repack-shape", "128x256",
+        "--repeats", "1", "--min-gemms", "2", "--min-call-ms", "0", "--max-copies", "2",
+        "--impls", ",".join(SWEEP_IMPLS),  # tinygemm needs torch with CUDA: not a plumbing test
+        "--csv", str(path), "--plot", str(path.with_suffix(".png")),
+    ])
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return path, rows, returned
+
+
+def test_csv_columns_and_rows(run):
+    _, rows, returned = run
+    assert set(bench.COLUMNS) <= set(rows[0])
+    assert len(rows) == len(returned)
+    sweep = {(r["K"], r["N"], r["M"], r["group"], r["impl"]) for r in rows}
+    expected = {("256", "128", m, g, impl) for m in ("1", "3") for g in ("128", "-1")
+                for impl in SWEEP_IMPLS}
+    assert expected <= sweep
+    impls = {r["impl"] for r in rows}
+    assert {"jax_marlin_stack2", "dense_stack2", "prepare_128x256"} <= impls
+    for row in rows:
+        assert float(row["us"]) > 0 and float(row["us_run2"]) > 0
+        assert row["device"] and row["jax_version"]
+
+
+def test_speedup_is_the_ratio_of_the_us_columns(run):
+    _, rows, _ = run
+    dense = {(r["K"], r["N"], r["M"], r["dtype"], r["group"]): float(r["us"])
+             for r in rows if r["impl"] == "dense"}
+    checked = 0
+    for row in rows:
+        key = (row["K"], row["N"], row["M"], row["dtype"], row["group"])
+        if row["impl"] in SWEEP_IMPLS:
+            assert float(row["speedup_vs_dense"]) == pytest.approx(
+                dense[key] / float(row["us"]), rel=1e-4)
+            checked += 1
+    assert checked == 2 * 2 * len(SWEEP_IMPLS)
+    stack = {r["impl"]: float(r["us"]) for r in rows if r["impl"].endswith("_stack2")}
+    marlin_stack = next(r for r in rows if r["impl"] == "jax_marlin_stack2")
+    assert float(marlin_stack["speedup_vs_dense"]) == pytest.approx(
+        stack["dense_stack2"] / stack["jax_marlin_stack2"], rel=1e-4)
+
+
+def test_every_timed_output_was_checked(run):
+    _, rows, _ = run
+    for row in rows:
+        if row["impl"].startswith("prepare_"):
+            assert row["rel_err"] == ""
+            assert "prepared" in row["note"] and "ONNX" in row["note"]
+            continue
+        assert 0 < float(row["rel_err"]) < 5e-3, row
+
+
+def test_timed_calls_rotate_copies(run):
+    _, rows, _ = run
+    for row in rows:
+        if row["impl"] in SWEEP_IMPLS:
+            assert int(row["copies"]) == 2
+            assert int(row["gemms_per_call"]) >= 1 + 2  # the checked GEMM + a pass
+
+
+def test_plot_or_message(run, capsys):
+    path, _, _ = run
+    png = path.with_suffix(".png")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not png.exists()
+    else:
+        assert png.stat().st_size > 0
+
+
+def test_timing_rules():
+    timing = bench.Timing(repeats=5, min_gemms=64, min_call_s=0.002, max_call_s=0.25,
+                          rotate_bytes=4 * 60 * 2**20, max_copies=64)
+    assert timing.copies(117e6) == 3  # 8192 x 28672 int4
+    assert timing.copies(470e6) == 2  # at least two copies
+    assert timing.copies(1e3) == 64
+    assert timing.passes(4, 1e-5) == 200  # 2 ms per call from 10 us passes
+    assert timing.passes(4, 1e-3) == 16  # 64 GEMMs
+    assert timing.passes(2, 0.2) == 1  # long GEMMs: capped by the call time
+    assert bench.block_size_for(14336, -1) == 16384
+    assert bench.quantized_bytes(8192, 28672, 128) == pytest.approx(
+        8192 * 28672 * (0.5 + 2 / 128 + 0.5 / 128))
+
+
+def test_quick_and_default_settings():
+    quick = bench.parse_args(["--quick"])
+    assert quick.shapes == [(4096, 14336), (8192, 28672)]
+    assert quick.ms == [1, 16, 64, 256, 4096] and quick.dtypes == ["float16"]
+    assert not quick.layer_stack and not quick.repack
+    full = bench.parse_args(["--no-forced"])
+    assert len(full.shapes) == 5 and len(full.ms) == 11
+    assert full.dtypes == ["float16", "bfloat16"] and full.groups == [128]
+    assert full.layer_stack and full.repack and full.csv == "bench.csv"
+    assert "jax_marlin_fused" not in full.impls and "jax_marlin" in full.impls
+    assert bench.parse_args(["--write-docs"]).csv == "docs/perf/h200.csv"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--groups", "48"])

@@ -1,0 +1,53 @@
+"""Ragged shapes through the fused CUDA kernel, for compute-sanitizer.
+
+    XLA_PYTHON_CLIENT_ALLOCATOR=platform compute-sanitizer --tool memcheck \
+        --kernel-name kns=marlin python3 tools/sanitize_sweep.py
+    (and --tool racecheck)
+
+The platform allocator gives every buffer its own cudaMalloc, so an access one
+element past a buffer is outside any allocation and memcheck sees it (inside
+XLA's default pool it would not be). Every result is also checked against the
+float32 oracle, so a run that reports no error has computed the right thing.
+"""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_marlin as jm
+from jax_marlin import ops
+
+SHAPES = [(1, 37, 72), (3, 130, 200), (17, 200, 1000), (65, 520, 136), (130, 70, 4100)]
+
+
+def main():
+    rng = np.random.default_rng(0)
+    checked = 0
+    for (M, N, K), zp, dtype in itertools.product(
+            SHAPES, ["packed", "none", "float"], [jnp.float16, jnp.bfloat16]):
+        block = 32 if K < 1000 else 128
+        kernel = rng.standard_normal((K, N)).astype(np.float32)
+        q = jm.quantize(kernel, block_size=block, symmetric=zp == "none")
+        zero_points = q.zero_points
+        if zp == "float":
+            zero_points = jnp.asarray(rng.uniform(0, 15, q.scales.shape), q.scales.dtype)
+        w = jm.prepare(q.packed, q.scales, zero_points, K=K, N=N, block_size=block)
+        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
+        bias = jnp.asarray(rng.standard_normal(N), dtype)
+        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
+                                        K=K, N=N, bits=4, block_size=block,
+                                        bias=bias.astype(jnp.float32))
+        for split_k in (0, 1, 3):
+            y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=split_k))(
+                a, w, bias)
+            err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
+            assert np.isfinite(err) and err < (2e-3 if dtype == jnp.float16 else 1e-2), (
+                M, N, K, zp, dtype, split_k, err)
+            checked += 1
+    print(f"sanitize sweep: {checked} fused calls checked against the oracle")
+
+
+if __name__ == "__main__":
+    main()
