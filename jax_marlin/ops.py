@@ -131,7 +131,22 @@ def _cpu(a, codes, scales, zero_points, bias, **params):
 
 def fused_applies(dtype, bits: int) -> bool:
     """Whether the fused CUDA kernel handles these activations and weights."""
-    return _ffi.has_cuda_kernel() and bits == 4 and dtype in (jnp.float16, jnp.bfloat16)
+    return (_ffi.has_cuda_kernel() and bits == 4 and dtype in (jnp.float16, jnp.bfloat16)
+            and _local_gpus_have_mma_sync())
+
+
+@functools.cache
+def _local_gpus_have_mma_sync() -> bool:
+    """The kernel needs SM80+ (cp.async, bf16 mma.sync); older GPUs take the dense path.
+
+    Lowering for CUDA on a machine without a local GPU (ahead-of-time, or to
+    inspect the program) assumes a supported one.
+    """
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        return True
+    return all(float(getattr(d, "compute_capability", "8.0")) >= 8.0 for d in gpus)
 
 
 def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):

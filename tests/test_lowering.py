@@ -105,6 +105,23 @@ def test_cuda_lowering_without_module_is_dense(monkeypatch, weights):
     assert custom_calls(text) == []
 
 
+@pytest.mark.parametrize("capabilities", [["7.5"], ["9.0", "7.0"]])
+def test_gpus_below_sm80_take_the_dense_path(monkeypatch, weights, capabilities):
+    class Gpu:
+        def __init__(self, capability):
+            self.compute_capability = capability
+
+    monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: True)
+    monkeypatch.setattr(jax, "devices", lambda *_: [Gpu(c) for c in capabilities])
+    ops._local_gpus_have_mma_sync.cache_clear()
+    try:
+        text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl="fused"),
+                            _spec((5, 100), jnp.float16), weights[4], platform="cuda")
+    finally:
+        ops._local_gpus_have_mma_sync.cache_clear()
+    assert custom_calls(text) == []
+
+
 @pytest.mark.parametrize("bits", [2, 4, 8])
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.float32])
 def test_cpu_lowering_uses_cpu_kernel(weights, bits, dtype):
