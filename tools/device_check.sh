@@ -2,7 +2,8 @@
 # One call on the GPU machine: build, GPU tests, benchmark. Logs go to $OUT.
 #   bash tools/device_check.sh [pytest args...]
 # Environment: BENCH="--quick" (benchmark arguments; unset skips it), DECODE=" " (run
-# examples/decode.py with these arguments), SANITIZE=1 (compute-sanitizer sweep),
+# examples/decode.py with these arguments), SANITIZE="memcheck racecheck" (compute-sanitizer
+# tools to run over tools/sanitize_sweep.py),
 # SKIP_EXAMPLES=1, TEST_TIMEOUT (s),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
 # carried in .ffi so that the build is the one CI makes).
@@ -29,8 +30,8 @@ echo "== tests"
 echo "tests done at $(( $(date +%s) - start )) s"
 
 if [ -n "${SANITIZE-}" ]; then
-  echo "== compute-sanitizer (memcheck, then racecheck) on ragged shapes"
-  for tool in memcheck racecheck; do
+  echo "== compute-sanitizer ($SANITIZE) on ragged shapes"
+  for tool in $SANITIZE; do
     (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform timeout "${SANITIZE_TIMEOUT:-60}" \
       compute-sanitizer --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
       python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1; \
