@@ -49,6 +49,7 @@ cudaError_t GetDeviceLimits(DeviceLimits* limits) {
     }
   }
   limits->compute_capability = 10 * major + minor;
+  limits->ordinal = device;
   if (device < kMaxDevices) {
     cache[device] = *limits;
     cached[device] = true;
@@ -112,6 +113,11 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
   if (cudaError_t error = LaunchMarlinGemm(args, device, static_cast<int>(split_k), stream);
       error != cudaSuccess) {
+    if (error == cudaErrorInvalidConfiguration) {
+      return ffi::Error::InvalidArgument(
+          "jax_marlin: the fused kernel's pipeline does not fit this GPU's shared memory for "
+          "this group size (or M is beyond its grid); use matmul_nbits(..., impl=\"dense\")");
+    }
     return CudaError("launching the W4A16 kernel", error);
   }
   return ffi::Error::Success();

@@ -23,6 +23,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace jax_marlin {
@@ -771,6 +772,37 @@ int choose_splits(int64_t base_blocks, int tiles_total, int max_splits, int slot
   return best;
 }
 
+// Raises the kernel's dynamic shared-memory limit to the device's maximum,
+// once per device: every launch then stays under it, whatever its size. Doing
+// it per launch with the launch's own size would cost a driver call on the
+// decode path and race with another thread launching a different size.
+// One flag array per kernel instantiation (a template of the instantiation,
+// not of the function-pointer type, which all instantiations share).
+template <typename T, ZeroPointKind kZP, int kMTiles>
+cudaError_t allow_max_shared_memory(const DeviceLimits& device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> raised[kMaxDevices];
+  auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
+  if (cacheable && raised[device.ordinal].load(std::memory_order_acquire)) return cudaSuccess;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         device.max_shared_bytes_per_block);
+  if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
+  return err;
+}
+
+template <ZeroPointKind kZP, int kMTiles>
+int shared_bytes_needed(int64_t group_size) {
+  using Cfg = TileConfig<kMTiles>;
+  const int groups_per_tile = static_cast<int>(std::max<int64_t>(1, kTileK / group_size));
+  const int zp_group_bytes = kZP == ZeroPointKind::kPacked4  ? 64
+                             : kZP == ZeroPointKind::kOffset ? kScaleGroupBytes
+                                                             : 0;
+  const int stage_bytes = Cfg::kAStageBytes + kBStageBytes +
+                          groups_per_tile * (kScaleGroupBytes + zp_group_bytes);
+  return std::max(Cfg::kStages * stage_bytes, Cfg::kReduceBytes);
+}
+
 template <typename T, ZeroPointKind kZP, int kMTiles>
 cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
                          int split_k_override, cudaStream_t stream) {
@@ -803,7 +835,10 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   p.zp_offset = p.scale_offset + p.groups_per_tile * kScaleGroupBytes;
   p.stage_bytes = p.zp_offset + p.groups_per_tile * zp_group_bytes;
   const int smem_bytes = std::max(Cfg::kStages * p.stage_bytes, Cfg::kReduceBytes);
-  if (smem_bytes > device.max_shared_bytes_per_block) return cudaErrorInvalidConfiguration;
+  if (smem_bytes != shared_bytes_needed<kZP, kMTiles>(args.group_size) ||
+      smem_bytes > device.max_shared_bytes_per_block) {
+    return cudaErrorInvalidConfiguration;
+  }
 
   const int tiles_total = static_cast<int>(ceil_div(p.k16_total, kK16PerTile));
   const int64_t n_blocks = ceil_div(p.units_total, kUnitsPerBlock);
@@ -836,8 +871,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   p.num_splits = splits;
 
   auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  cudaError_t err = allow_max_shared_memory<T, kZP, kMTiles>(device);
   if (err != cudaSuccess) return err;
 
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),
@@ -863,8 +897,18 @@ template <typename T, ZeroPointKind kZP>
 cudaError_t dispatch_mtiles(const MarlinGemmArgs& args, const DeviceLimits& device,
                             int split_k_override, cudaStream_t stream) {
   // M <= 64 uses exactly ceil(M / 16) m16 tiles in one m-block; larger M uses
-  // 64-row m-blocks along grid.y.
-  const int64_t m_tiles = std::min<int64_t>(4, ceil_div(args.M, 16));
+  // 64-row m-blocks along grid.y. Where the device's shared memory cannot hold
+  // the pipeline of that many tiles (A100 with 16-wide groups, 99 KB parts),
+  // fewer tiles per block do the same work in more m-blocks.
+  int64_t m_tiles = std::min<int64_t>(4, ceil_div(args.M, 16));
+  const auto fits = [&](int tiles) {
+    const int needed = tiles == 1   ? shared_bytes_needed<kZP, 1>(args.group_size)
+                       : tiles == 2 ? shared_bytes_needed<kZP, 2>(args.group_size)
+                       : tiles == 3 ? shared_bytes_needed<kZP, 3>(args.group_size)
+                                    : shared_bytes_needed<kZP, 4>(args.group_size);
+    return needed <= device.max_shared_bytes_per_block;
+  };
+  while (m_tiles > 1 && !fits(static_cast<int>(m_tiles))) --m_tiles;
   switch (m_tiles) {
     case 1: return launch_typed<T, kZP, 1>(args, device, split_k_override, stream);
     case 2: return launch_typed<T, kZP, 2>(args, device, split_k_override, stream);

@@ -49,6 +49,7 @@ struct MarlinGemmArgs {
 
 // What the device offers; read once by the handler, never assumed.
 struct DeviceLimits {
+  int ordinal;                     // the CUDA device these limits belong to
   int sm_count;
   int max_shared_bytes_per_block;  // opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin)
   int compute_capability;          // e.g. 80, 90

@@ -201,17 +201,38 @@ mlir.register_lowering(matmul_nbits_p, _cuda_rule, platform="cuda")
 # --- batching ------------------------------------------------------------------
 
 def _batch(args, dims, **params):
-    a, *weight_args = args
-    a_dim, *weight_dims = dims
-    if all(d is None for d in weight_dims):
-        # Batched activations fold into M: the weights are shared, never copied.
-        if a_dim == a.ndim - 1:
-            a, a_dim = jnp.moveaxis(a, a_dim, 0), 0
-        return matmul_nbits_p.bind(a, *weight_args, **params), a_dim
-    # A batch of weights (e.g. experts): one op per member, in a loop.
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-    moved = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
-    return jax.lax.map(lambda ops: matmul_nbits_p.bind(*ops, **params), tuple(moved)), 0
+    a, codes, scales, zero_points, bias = args
+    a_dim, *weight_dims, bias_dim = dims
+    if any(d is not None for d in weight_dims):
+        return _batch_over_weights(args, dims, params)
+    # Shared weights, never copied: batched activations fold into M.
+    if a_dim is not None and a_dim == a.ndim - 1:
+        a, a_dim = jnp.moveaxis(a, a_dim, 0), 0
+    if bias_dim is None:
+        return matmul_nbits_p.bind(a, codes, scales, zero_points, bias, **params), a_dim
+    # A batched bias is added after the op (in float32, then rounded again).
+    y = matmul_nbits_p.bind(a, codes, scales, zero_points, jnp.zeros((0,), a.dtype), **params)
+    if a_dim is None:
+        y, a_dim = y[None], 0
+    shape = [1] * y.ndim
+    shape[a_dim], shape[-1] = bias.shape[bias_dim], y.shape[-1]
+    bias = jnp.moveaxis(bias, bias_dim, 0).reshape(shape)
+    return (y.astype(jnp.float32) + bias.astype(jnp.float32)).astype(y.dtype), a_dim
+
+
+def _batch_over_weights(args, dims, params):
+    """A batch of weights (e.g. experts): one op per member, in a loop; only the
+    batched operands are sliced, the shared ones are closed over."""
+    batched = [i for i, d in enumerate(dims) if d is not None]
+    sliced = tuple(jnp.moveaxis(args[i], dims[i], 0) for i in batched)
+
+    def one(members):
+        operands = list(args)
+        for i, member in zip(batched, members):
+            operands[i] = member
+        return matmul_nbits_p.bind(*operands, **params)
+
+    return jax.lax.map(one, sliced), 0
 
 
 batching.primitive_batchers[matmul_nbits_p] = _batch
@@ -243,10 +264,14 @@ def _transpose(cotangent, a, codes, scales, zero_points, bias, **params):
         raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a")
     if type(cotangent) is ad.Zero:
         return ad.Zero(a.aval), None, None, None, None
-    weight = dequantize(_weights(codes, scales, zero_points, params), jnp.float32)
-    a_bar = jnp.einsum("...n,nk->...k", cotangent.astype(jnp.float32), weight,
-                       precision=jax.lax.Precision.HIGHEST)
-    return a_bar.astype(a.aval.dtype), None, None, None, None
+    # Like the dense path: the weight in the activations' dtype, fp32 accumulation
+    # (a float32 weight and HIGHEST precision only for float32 activations).
+    dtype = a.aval.dtype
+    weight = dequantize(_weights(codes, scales, zero_points, params), dtype)
+    precision = jax.lax.Precision.HIGHEST if dtype == jnp.float32 else None
+    a_bar = jnp.einsum("...n,nk->...k", cotangent.astype(dtype), weight, precision=precision,
+                       preferred_element_type=jnp.float32)
+    return a_bar.astype(dtype), None, None, None, None
 
 
 ad.primitive_jvps[matmul_nbits_p] = _jvp

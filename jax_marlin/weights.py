@@ -115,8 +115,10 @@ def dequantize(weights: MarlinWeights, dtype=jnp.float32):
     """The logical weight ``[N, K]`` of prepared weights, in ``dtype``.
 
     Used by the dense paths (large M, 2/8 bits on the GPU, platforms without a
-    kernel); exact in float32, and what a fused kernel computes in fp16/bf16
-    (``(code - zp)`` is exact, then one rounding for the scale).
+    kernel); exact in float32. In fp16/bf16 it is what the fused kernel
+    computes for integer zero points (``(code - zp)`` is exact, then one
+    rounding for the scale); for float zero points the kernel computes
+    ``code * scale + (-zp * scale)`` instead, one rounding more.
     """
     w = weights
     num_blocks, block = w.k_blocks, w.block_size

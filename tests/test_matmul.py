@@ -403,6 +403,11 @@ def test_vmap_over_bias_only_and_rank1_activations(rng):
     assert got.shape == (4, 3, 37)
     for i in range(4):
         assert_close(got[i], oracle64(a2, case, biases[i]), np.float32)
+    # The batched bias is added after one op on the shared weights: no copy of them.
+    jaxpr = jax.make_jaxpr(jax.vmap(lambda b: jm.matmul_nbits(jnp.asarray(a2), w, b)))(
+        jnp.asarray(biases))
+    (eqn,) = [e for e in jaxpr.eqns if e.primitive is ops.matmul_nbits_p]
+    assert eqn.invars[1].aval.shape == w.codes.shape
 
 
 def test_grad_composes_with_vmap(rng):
