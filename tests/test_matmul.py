@@ -337,8 +337,10 @@ def test_impl_dense_and_fused_equal_default_here(rng, bits, act_dtype):
     default = jm.matmul_nbits(a, w)
     for impl in ("dense", "fused", "auto"):
         got = jax.jit(jm.matmul_nbits, static_argnames="impl")(a, w, impl=impl)
-        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(default, np.float32),
-                                   rtol=2 * TOLERANCE[DTYPES[act_dtype]], atol=1e-3)
+        # On a GPU the paths round differently (the fused kernel scales fp16/bf16
+        # fragments, the dense path dots a dequantized weight): each must meet the
+        # oracle's tolerance, and so they agree within twice that.
+        assert rel_err(got, default) <= 2 * TOLERANCE[DTYPES[act_dtype]]
         assert_close(got, oracle64(np.asarray(a), case), DTYPES[act_dtype])
 
 

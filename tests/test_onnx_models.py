@@ -17,6 +17,7 @@ from onnxruntime.capi import _pybind_state as ort_c  # noqa: E402
 
 import jax_marlin  # noqa: E402
 import jax_marlin.onnx as jmo  # noqa: E402
+from conftest import ONNX_IR_VERSION  # noqa: E402
 
 ONNX_TYPE = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
@@ -72,7 +73,7 @@ def _node_model(K, N, *, bits=4, block_size=32, zero_points="packed", flat_scale
     graph = helper.make_graph([node], "one_node", graph_inputs,
                               [helper.make_tensor_value_info("Y", ONNX_TYPE[dtype], ["M", N])],
                               initializer=inits)
-    return helper.make_model(graph, opset_imports=OPSETS), w
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=ONNX_IR_VERSION), w
 
 
 def _ort_run(model, feeds):
@@ -207,7 +208,8 @@ def _float_mlp(seed=0):
         nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", DIMS[0]])],
         [helper.make_tensor_value_info(h, TensorProto.FLOAT, ["batch", DIMS[-1]])],
         initializer=inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=ONNX_IR_VERSION)
 
 
 def _quantize_with_onnxruntime(model, bits, block_size, nodes_to_exclude=None):
