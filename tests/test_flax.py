@@ -117,21 +117,20 @@ def test_state_round_trips_through_update_and_serialization():
     np.testing.assert_array_equal(copy(x), expected)
 
     # flax.serialization: state dicts of the pure state, and msgpack bytes.
+    def restore(model, decode):
+        state = nnx.state(model)
+        nnx.replace_by_pure_dict(state, decode(nnx.to_pure_dict(state)))
+        nnx.update(model, state)
+
     pure = nnx.to_pure_dict(nnx.state(source))
     state_dict = flax.serialization.to_state_dict(pure)
-    restored = flax.serialization.from_state_dict(nnx.to_pure_dict(nnx.state(target)), state_dict)
-    state = nnx.state(target)
-    nnx.replace_by_pure_dict(state, restored)
-    nnx.update(target, state)
+    restore(target, lambda template: flax.serialization.from_state_dict(template, state_dict))
     np.testing.assert_array_equal(target(x), expected)
 
     fresh = _two_layers(30)
     jmf.quantize_model(fresh, block_size=32)
     data = flax.serialization.to_bytes(pure)
-    restored = flax.serialization.from_bytes(nnx.to_pure_dict(nnx.state(fresh)), data)
-    state = nnx.state(fresh)
-    nnx.replace_by_pure_dict(state, restored)
-    nnx.update(fresh, state)
+    restore(fresh, lambda template: flax.serialization.from_bytes(template, data))
     np.testing.assert_array_equal(fresh(x), expected)
     assert fresh.layers[0].codes[...].dtype == source.layers[0].codes[...].dtype
 

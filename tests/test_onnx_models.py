@@ -127,21 +127,16 @@ def test_unsupported_nodes_are_named(case, message):
         jmo.load_weights(model, progress=False)
 
 
-def test_unsupported_bits_are_named():
+@pytest.mark.parametrize("attribute, value, message", [
+    ("bits", 3, "bits=3"),  # a width the format does not define
+    ("N", 65, "shape"),  # tensors that disagree with the attributes
+])
+def test_bad_attributes_are_named(attribute, value, message):
     model, _ = _node_model(200, 64, bits=4)
     for attr in model.graph.node[0].attribute:
-        if attr.name == "bits":
-            attr.i = 3
-    with pytest.raises(jmo.UnsupportedNodeError, match="'mm'.*bits=3"):
-        jmo.load_weights(model, progress=False)
-
-
-def test_malformed_tensors_are_named():
-    model, _ = _node_model(200, 64, bits=4)
-    for attr in model.graph.node[0].attribute:
-        if attr.name == "N":
-            attr.i = 65
-    with pytest.raises(jmo.UnsupportedNodeError, match="'mm'.*shape"):
+        if attr.name == attribute:
+            attr.i = value
+    with pytest.raises(jmo.UnsupportedNodeError, match=f"'mm'.*{message}"):
         jmo.load_weights(model, progress=False)
 
 
