@@ -74,6 +74,9 @@ def main():
           f"-> {t_dense / t_int4:.2f}x")
     print(f"weight bytes: int4 {weights.nbytes / 1e6:.1f} MB, dense "
           f"{dense_weight.size * dense_weight.dtype.itemsize / 1e6:.1f} MB")
+    if not on_gpu:
+        print("(on the CPU the op runs a plain C++ reference kernel, exact but not tuned for "
+              "speed; the fused kernel is the GPU's)")
 
 
 if __name__ == "__main__":
