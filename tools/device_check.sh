@@ -6,7 +6,11 @@
 # tools to run over tools/sanitize_sweep.py),
 # SKIP_EXAMPLES=1, TEST_TIMEOUT (s),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
-# carried in .ffi so that the build is the one CI makes).
+# carried in .ffi so that the build is the one CI makes). The device has no network: make
+# .ffi here first (it is git-ignored; pass carry=[".ffi"] to the device call):
+#   pip download --no-deps jaxlib==0.8.0 -d /tmp/jl && mkdir -p .ffi && \
+#   unzip -q -o /tmp/jl/jaxlib-0.8.0-*.whl 'jaxlib/include/*' -d /tmp/jl && \
+#   cp -r /tmp/jl/jaxlib/include .ffi/
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
