@@ -791,16 +791,29 @@ cudaError_t allow_max_shared_memory(const DeviceLimits& device) {
   return err;
 }
 
+// Where A, the codes, the scales and the zero points of one k-tile sit inside
+// a pipeline stage, and the dynamic shared memory the whole ring needs.
+struct StageLayout {
+  int groups_per_tile;
+  int b_offset, scale_offset, zp_offset;
+  int stage_bytes;
+  int smem_bytes;
+};
+
 template <ZeroPointKind kZP, int kMTiles>
-int shared_bytes_needed(int64_t group_size) {
+StageLayout stage_layout(int64_t group_size) {
   using Cfg = TileConfig<kMTiles>;
-  const int groups_per_tile = static_cast<int>(std::max<int64_t>(1, kTileK / group_size));
   const int zp_group_bytes = kZP == ZeroPointKind::kPacked4  ? 64
                              : kZP == ZeroPointKind::kOffset ? kScaleGroupBytes
                                                              : 0;
-  const int stage_bytes = Cfg::kAStageBytes + kBStageBytes +
-                          groups_per_tile * (kScaleGroupBytes + zp_group_bytes);
-  return std::max(Cfg::kStages * stage_bytes, Cfg::kReduceBytes);
+  StageLayout s;
+  s.groups_per_tile = static_cast<int>(std::max<int64_t>(1, kTileK / group_size));
+  s.b_offset = Cfg::kAStageBytes;
+  s.scale_offset = s.b_offset + kBStageBytes;
+  s.zp_offset = s.scale_offset + s.groups_per_tile * kScaleGroupBytes;
+  s.stage_bytes = s.zp_offset + s.groups_per_tile * zp_group_bytes;
+  s.smem_bytes = std::max(Cfg::kStages * s.stage_bytes, Cfg::kReduceBytes);
+  return s;
 }
 
 template <typename T, ZeroPointKind kZP, int kMTiles>
@@ -824,21 +837,16 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   int log2_gs = 0;
   while ((int64_t{1} << log2_gs) < args.group_size) ++log2_gs;
   p.log2_group_size = log2_gs;
-  p.groups_per_tile = static_cast<int>(std::max<int64_t>(1, kTileK / args.group_size));
   p.units_total = static_cast<int>(args.n_pad / kUnitN);
 
-  const int zp_group_bytes = kZP == ZeroPointKind::kPacked4  ? 64
-                             : kZP == ZeroPointKind::kOffset ? kScaleGroupBytes
-                                                             : 0;
-  p.b_offset = Cfg::kAStageBytes;
-  p.scale_offset = p.b_offset + kBStageBytes;
-  p.zp_offset = p.scale_offset + p.groups_per_tile * kScaleGroupBytes;
-  p.stage_bytes = p.zp_offset + p.groups_per_tile * zp_group_bytes;
-  const int smem_bytes = std::max(Cfg::kStages * p.stage_bytes, Cfg::kReduceBytes);
-  if (smem_bytes != shared_bytes_needed<kZP, kMTiles>(args.group_size) ||
-      smem_bytes > device.max_shared_bytes_per_block) {
-    return cudaErrorInvalidConfiguration;
-  }
+  const StageLayout layout = stage_layout<kZP, kMTiles>(args.group_size);
+  p.groups_per_tile = layout.groups_per_tile;
+  p.b_offset = layout.b_offset;
+  p.scale_offset = layout.scale_offset;
+  p.zp_offset = layout.zp_offset;
+  p.stage_bytes = layout.stage_bytes;
+  const int smem_bytes = layout.smem_bytes;
+  if (smem_bytes > device.max_shared_bytes_per_block) return cudaErrorInvalidConfiguration;
 
   const int tiles_total = static_cast<int>(ceil_div(p.k16_total, kK16PerTile));
   const int64_t n_blocks = ceil_div(p.units_total, kUnitsPerBlock);
@@ -902,10 +910,10 @@ cudaError_t dispatch_mtiles(const MarlinGemmArgs& args, const DeviceLimits& devi
   // fewer tiles per block do the same work in more m-blocks.
   int64_t m_tiles = std::min<int64_t>(4, ceil_div(args.M, 16));
   const auto fits = [&](int tiles) {
-    const int needed = tiles == 1   ? shared_bytes_needed<kZP, 1>(args.group_size)
-                       : tiles == 2 ? shared_bytes_needed<kZP, 2>(args.group_size)
-                       : tiles == 3 ? shared_bytes_needed<kZP, 3>(args.group_size)
-                                    : shared_bytes_needed<kZP, 4>(args.group_size);
+    const int needed = tiles == 1   ? stage_layout<kZP, 1>(args.group_size).smem_bytes
+                       : tiles == 2 ? stage_layout<kZP, 2>(args.group_size).smem_bytes
+                       : tiles == 3 ? stage_layout<kZP, 3>(args.group_size).smem_bytes
+                                    : stage_layout<kZP, 4>(args.group_size).smem_bytes;
     return needed <= device.max_shared_bytes_per_block;
   };
   while (m_tiles > 1 && !fits(static_cast<int>(m_tiles))) --m_tiles;

@@ -97,13 +97,18 @@ matmul_nbits_p.def_impl(_impl)
 
 # --- lowerings -----------------------------------------------------------------
 
+def _dot_dequantized(spec, x, codes, scales, zero_points, params):
+    """``einsum(spec, x, W)`` with ``W [N, K]`` dequantized in ``x``'s dtype and fp32
+    accumulation (float32 inputs at the highest precision): the dense path and the
+    transpose share it."""
+    weight = dequantize(_weights(codes, scales, zero_points, params), x.dtype)
+    precision = jax.lax.Precision.HIGHEST if x.dtype == jnp.float32 else None
+    return jnp.einsum(spec, x, weight, precision=precision, preferred_element_type=jnp.float32)
+
+
 def _dense(a, codes, scales, zero_points, bias, **params):
     """Dequantize, then one dot: the path for every platform without a kernel."""
-    compute = jnp.float32 if a.dtype == jnp.float32 else a.dtype
-    weight = dequantize(_weights(codes, scales, zero_points, params), compute)
-    precision = jax.lax.Precision.HIGHEST if compute == jnp.float32 else None
-    y = jnp.einsum("...k,nk->...n", a, weight, precision=precision,
-                   preferred_element_type=jnp.float32)
+    y = _dot_dequantized("...k,nk->...n", a, codes, scales, zero_points, params)
     if bias.size:
         y = y + bias.astype(jnp.float32)
     return y.astype(a.dtype)
@@ -206,7 +211,7 @@ def _batch(args, dims, **params):
     if any(d is not None for d in weight_dims):
         return _batch_over_weights(args, dims, params)
     # Shared weights, never copied: batched activations fold into M.
-    if a_dim is not None and a_dim == a.ndim - 1:
+    if a_dim == a.ndim - 1:
         a, a_dim = jnp.moveaxis(a, a_dim, 0), 0
     if bias_dim is None:
         return matmul_nbits_p.bind(a, codes, scales, zero_points, bias, **params), a_dim
@@ -264,13 +269,9 @@ def _transpose(cotangent, a, codes, scales, zero_points, bias, **params):
         raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a")
     if type(cotangent) is ad.Zero:
         return ad.Zero(a.aval), None, None, None, None
-    # Like the dense path: the weight in the activations' dtype, fp32 accumulation
-    # (a float32 weight and HIGHEST precision only for float32 activations).
     dtype = a.aval.dtype
-    weight = dequantize(_weights(codes, scales, zero_points, params), dtype)
-    precision = jax.lax.Precision.HIGHEST if dtype == jnp.float32 else None
-    a_bar = jnp.einsum("...n,nk->...k", cotangent.astype(dtype), weight, precision=precision,
-                       preferred_element_type=jnp.float32)
+    a_bar = _dot_dequantized("...n,nk->...k", cotangent.astype(dtype), codes, scales,
+                             zero_points, params)
     return a_bar.astype(dtype), None, None, None, None
 
 
