@@ -18,6 +18,8 @@
 // split order, so the result is bitwise reproducible run to run.
 
 #include "marlin_kernel.h"
+#include "marlin_device.cuh"
+#include "stream_kernel.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -89,314 +91,6 @@ struct KernelParams {
   int b_offset, scale_offset, zp_offset;
 };
 
-// ---------------------------------------------------------------------------
-// Dtype traits: the magic numbers and the f16x2 / bf16x2 arithmetic.
-// All values travel as uint32_t holding a packed pair, which is what the mma
-// and lop3 inline asm consume.
-// ---------------------------------------------------------------------------
-
-template <typename T>
-struct DTypeTraits;
-
-template <>
-struct DTypeTraits<__half> {
-  using Pair = __half2;
-  static constexpr bool kIsBF16 = false;
-};
-
-template <>
-struct DTypeTraits<__nv_bfloat16> {
-  using Pair = __nv_bfloat162;
-  static constexpr bool kIsBF16 = true;
-};
-
-// ---------------------------------------------------------------------------
-// PTX wrappers.
-// ---------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global->shared copy that bypasses L1 (.cg): codes are streamed
-// exactly once and A tiles are re-read by other blocks from L2, never from this
-// SM's L1, so caching them in L1 would only evict useful lines. `src_bytes` < 16
-// zero-fills the rest of the destination (0 = pure zero fill, nothing is read).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-#endif
-}
-
-// Closes the group of cp.async issued since the last commit: one group per
-// k-tile, so "wait until at most N groups are pending" means "until k-tile
-// it - N has landed".
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
-// Four 8x8 b16 matrices from shared memory: with lane l pointing at row
-// (l & 15), 16-byte column chunk (l >> 4) of a 16x16 A sub-tile, the four
-// matrices come out in exactly the order of the m16n8k16 A fragment
-// {rows 0-7 k 0-7, rows 8-15 k 0-7, rows 0-7 k 8-15, rows 8-15 k 8-15}.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&frag)[4], uint32_t addr) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(frag[0]), "=r"(frag[1]), "=r"(frag[2]), "=r"(frag[3])
-               : "r"(addr));
-#endif
-}
-
-__device__ __forceinline__ uint4 lds_128(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr));
-  return v;
-}
-
-__device__ __forceinline__ uint32_t lds_32(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
-  return v;
-}
-
-// (a & b) | c in ONE instruction: lop3's 8-bit immediate is the truth table of
-// the function over the canonical inputs a = 0xF0, b = 0xCC, c = 0xAA, and
-// (0xF0 & 0xCC) | 0xAA = 0xEA. Used to drop a nibble into the mantissa of a
-// magic-number float pair.
-__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// f16x2 arithmetic with explicit .rn so ptxas never contracts a mul and a sub
-// into an fma (the dequant numerics below are specified operation by operation).
-__device__ __forceinline__ uint32_t f16x2_sub(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("sub.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-__device__ __forceinline__ uint32_t f16x2_mul(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-__device__ __forceinline__ uint32_t f16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// bf16x2: sm_80 has only the fma form (add/sub/mul.bf16x2 are sm_90), so sub
-// and mul are written as fmas, which are exact stand-ins: a - b = fma(b, -1, a)
-// and a * b = fma(a, b, -0) (the -0 addend keeps +0 * x = +0).
-constexpr uint32_t kBF16x2MinusOne = 0xBF80BF80u;
-constexpr uint32_t kBF16x2MinusZero = 0x80008000u;
-__device__ __forceinline__ uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-#else
-  d = 0;
-#endif
-  return d;
-}
-
-// D += A * B on the tensor cores, fp32 accumulation. Fragment layouts (g =
-// lane >> 2, t = lane & 3): A regs {row g k 2t..2t+1, row g+8 k 2t..,
-// row g k 2t+8.., row g+8 k 2t+8..}; B regs {k 2t..2t+1, k 2t+8..2t+9} of
-// column g; C/D {row g cols 2t, 2t+1, row g+8 cols 2t, 2t+1}.
-template <bool kIsBF16>
-__device__ __forceinline__ void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4],
-                                            uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kIsBF16) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-#endif
-}
-
-// Duplicates the low (which = 0) or high (which = 1) 16-bit half of `w` into
-// both halves: one PRMT. Scales are stored one per column; the B fragment
-// register holds two k of the SAME column, so it needs (s, s).
-__device__ __forceinline__ uint32_t broadcast_half(uint32_t w, int which) {
-  return __byte_perm(w, 0u, which ? 0x3232u : 0x1010u);
-}
-
-// ---------------------------------------------------------------------------
-// Dequantization.
-//
-// A lane's code word j holds the 8 codes of columns (j, h = 0) and (j, h = 1)
-// at k = 2t, 2t+1, 2t+8, 2t+9 (see the header). Nibble p sits at bit 4p with
-// (h, khi, klo) = ((p & 3) >> 1, p & 1, p >> 2), so
-//   bits  0- 3 | 16-19  (mask 0x000F000F): h0, k 2t   | 2t+1  -> B reg 0 of n8-tile (j,0)
-//   bits  4- 7 | 20-23  (mask 0x00F000F0): h0, k 2t+8 | 2t+9  -> B reg 1 of n8-tile (j,0)
-//   the same after >> 8                  : the two B regs of n8-tile (j,1)
-// and a single lop3 turns either pair into a packed pair of floats:
-//   fp16: 0x6400 = 1024.0 has a unit ULP, so (0x6400 | c) = 1024 + c and
-//         (0x6400 | c << 4) = 1024 + 16 c; fma(x, 1/16, -64) = c exactly.
-//   bf16: 0x4300 = 128.0 has a unit ULP but only 7 mantissa bits, so 16 c would
-//         reach the exponent: every nibble is shifted down to bits 0-3 and
-//         16-19 instead (shifts 0, 4, 8, 12), giving 128 + c.
-// Subtracting (magic + zp) is exact (all values are small integers), so the
-// fragment holds (c - zp) exactly and the single rounding happens in the
-// multiply by the scale, as in the reference.
-// ---------------------------------------------------------------------------
-
-constexpr uint32_t kLowNibbles = 0x000F000Fu;
-constexpr uint32_t kHighNibbles = 0x00F000F0u;
-constexpr uint32_t kFP16Magic = 0x64006400u;      // (1024, 1024)
-constexpr uint32_t kFP16OneSixteenth = 0x2C002C00u;  // (1/16, 1/16)
-constexpr uint32_t kFP16Minus64 = 0xD400D400u;    // (-64, -64)
-constexpr uint32_t kFP16_960 = 0x63806380u;       // (960, 960)
-constexpr uint32_t kBF16Magic = 0x43004300u;      // (128, 128)
-
-// Per-group, per-lane constants for the 8 columns r = 2 j + h a lane owns.
-struct GroupConstants {
-  uint32_t scale[8];    // (s_r, s_r)
-  uint32_t sub_lo[8];   // fp16: 1024 + zp; bf16: 128 + zp       (subtracted)
-  uint32_t add_hi[8];   // fp16 only: -(64 + zp)                   (fma addend)
-  uint32_t offset[8];   // kOffset only: (o_r, o_r)
-};
-
-template <typename T, ZeroPointKind kZP>
-__device__ __forceinline__ void load_group_constants(GroupConstants& gc, uint32_t scale_addr,
-                                                     uint32_t zp_addr) {
-  constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
-  const uint4 s = lds_128(scale_addr);
-  const uint32_t sw[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-  for (int r = 0; r < 8; ++r) gc.scale[r] = broadcast_half(sw[r >> 1], r & 1);
-
-  if constexpr (kZP == ZeroPointKind::kPacked4) {
-    const uint32_t zw = lds_32(zp_addr);
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-      const uint32_t z = (zw >> (4 * r)) & 0xFu;
-      // Put z into both halves' mantissas on top of the magic number.
-      gc.sub_lo[r] = (z * 0x00010001u) | (kBF16 ? kBF16Magic : kFP16Magic);
-      // 960 - (1024 + z) = -(64 + z), exact.
-      if constexpr (!kBF16) gc.add_hi[r] = f16x2_sub(kFP16_960, gc.sub_lo[r]);
-    }
-  } else {
-    // Implicit zero point 8, or kOffset (codes taken as is: zp 0).
-    constexpr uint32_t z = kZP == ZeroPointKind::kImplicit ? 8u : 0u;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-      gc.sub_lo[r] = (z * 0x00010001u) | (kBF16 ? kBF16Magic : kFP16Magic);
-      // -(64 + 8) = -72 = 0xD480, or -64.
-      gc.add_hi[r] = z ? 0xD480D480u : kFP16Minus64;
-    }
-  }
-  if constexpr (kZP == ZeroPointKind::kOffset) {
-    const uint4 o = lds_128(zp_addr);
-    const uint32_t ow[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-    for (int r = 0; r < 8; ++r) gc.offset[r] = broadcast_half(ow[r >> 1], r & 1);
-  }
-}
-
-// (c - zp) -> weight, the rounding step: w = v * s, or fma(c, s, offset).
-template <typename T, ZeroPointKind kZP>
-__device__ __forceinline__ uint32_t apply_scale(uint32_t v, const GroupConstants& gc, int r) {
-  if constexpr (DTypeTraits<T>::kIsBF16) {
-    return bf16x2_fma(v, gc.scale[r],
-                      kZP == ZeroPointKind::kOffset ? gc.offset[r] : kBF16x2MinusZero);
-  } else {
-    if constexpr (kZP == ZeroPointKind::kOffset) return f16x2_fma(v, gc.scale[r], gc.offset[r]);
-    return f16x2_mul(v, gc.scale[r]);
-  }
-}
-
-// One code word -> the B fragments (2 regs each) of n8-tiles (j,0) and (j,1).
-template <typename T, ZeroPointKind kZP>
-__device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& gc, int j,
-                                             uint32_t (&b_h0)[2], uint32_t (&b_h1)[2]) {
-  const int r0 = 2 * j, r1 = 2 * j + 1;
-  if constexpr (DTypeTraits<T>::kIsBF16) {
-    const uint32_t x0 = and_or(q, kLowNibbles, kBF16Magic);
-    const uint32_t x1 = and_or(q >> 4, kLowNibbles, kBF16Magic);
-    const uint32_t x2 = and_or(q >> 8, kLowNibbles, kBF16Magic);
-    const uint32_t x3 = and_or(q >> 12, kLowNibbles, kBF16Magic);
-    b_h0[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x0), gc, r0);
-    b_h0[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x1), gc, r0);
-    b_h1[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x2), gc, r1);
-    b_h1[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x3), gc, r1);
-  } else {
-    const uint32_t q8 = q >> 8;
-    const uint32_t lo0 = and_or(q, kLowNibbles, kFP16Magic);    // 1024 + c
-    const uint32_t hi0 = and_or(q, kHighNibbles, kFP16Magic);   // 1024 + 16 c
-    const uint32_t lo1 = and_or(q8, kLowNibbles, kFP16Magic);
-    const uint32_t hi1 = and_or(q8, kHighNibbles, kFP16Magic);
-    b_h0[0] = apply_scale<T, kZP>(f16x2_sub(lo0, gc.sub_lo[r0]), gc, r0);
-    b_h0[1] = apply_scale<T, kZP>(f16x2_fma(hi0, kFP16OneSixteenth, gc.add_hi[r0]), gc, r0);
-    b_h1[0] = apply_scale<T, kZP>(f16x2_sub(lo1, gc.sub_lo[r1]), gc, r1);
-    b_h1[1] = apply_scale<T, kZP>(f16x2_fma(hi1, kFP16OneSixteenth, gc.add_hi[r1]), gc, r1);
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Output helpers.
-// ---------------------------------------------------------------------------
-
-template <typename T>
-__device__ __forceinline__ float to_float(T v);
-template <>
-__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-// Writes columns n, n+1 of row `row` (both may be >= N: guarded). When N is
-// even, n is even and every row starts 4-byte aligned, so the pair is one store.
-template <typename T>
-__device__ __forceinline__ void store_pair(T* out, int64_t row, int64_t n, int64_t N, float v0,
-                                           float v1) {
-  T* p = out + row * N + n;
-  if ((N & 1) == 0) {
-    if (n < N) {
-      typename DTypeTraits<T>::Pair pair;
-      pair.x = from_float<T>(v0);
-      pair.y = from_float<T>(v1);
-      *reinterpret_cast<typename DTypeTraits<T>::Pair*>(p) = pair;
-    }
-  } else {
-    if (n < N) p[0] = from_float<T>(v0);
-    if (n + 1 < N) p[1] = from_float<T>(v1);
-  }
-}
 
 // ---------------------------------------------------------------------------
 // The main kernel.
@@ -744,8 +438,6 @@ __global__ void __launch_bounds__(256)
 // Host side.
 // ---------------------------------------------------------------------------
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Picks the number of k-splits. Model: `slots` blocks run at once; the blocks
 // of one wave take time ~ (k-tiles per split + pipeline fill), waves run one
 // after another, and a split costs a second (reduce) launch. Ties go to fewer
@@ -958,6 +650,13 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   if (args.k_pad / 16 > INT32_MAX / 16 || args.n_pad / kUnitN > INT32_MAX)
     return cudaErrorInvalidValue;
   if (device.compute_capability < 80) return cudaErrorInvalidDeviceFunction;
+
+  // Small M streams the weights (stream_kernel.cu); it declines, launching
+  // nothing, where its grid cannot fit, and the tiled kernel takes over.
+  if (StreamGemmSupports(args)) {
+    const cudaError_t err = LaunchStreamGemm(args, device, split_k_override, stream);
+    if (err != cudaErrorNotSupported) return err;
+  }
 
   switch (args.dtype) {
     case ActDType::kFloat16:

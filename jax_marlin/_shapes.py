@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import math
 
-# The fused kernel may split K over up to this many thread blocks when M is
-# small, each writing fp32 partial sums that a second pass adds in fixed order.
+# The tiled kernel may split K over up to this many thread blocks, each writing
+# fp32 partial sums that a second pass adds in fixed order.
 MAX_SPLIT_K = 16
-# Cap on the split-K workspace (floats): 16 MiB, whatever the shape.
+# The streaming kernel (M <= STREAM_MAX_M) balances its grid by cutting column
+# groups between blocks; each cut adds one partial. Small shapes on many SMs
+# cut a column group's k-range finely (4096 x 4096: 32 partials), so it gets
+# room for more; it falls back to fewer blocks where the room runs out.
+STREAM_MAX_M = 16
+MAX_STREAM_PARTS = 64
+# Caps on the workspace (floats), whatever the shape: 16 MiB for the tiled
+# kernel, 32 MiB for the streaming one.
 MAX_WORKSPACE_FLOATS = 1 << 22
+MAX_STREAM_WORKSPACE_FLOATS = 1 << 23
 
 
 def rows(shape) -> int:
@@ -22,7 +30,10 @@ def split_k_workspace_floats(M: int, n_pad: int) -> int:
     A function of the shape alone, since XLA must size it when the program is
     compiled; the kernel picks the actual split count, at most this allows.
     """
-    splits = min(MAX_SPLIT_K, MAX_WORKSPACE_FLOATS // max(1, M * n_pad))
+    if M <= STREAM_MAX_M:
+        splits = min(MAX_STREAM_PARTS, MAX_STREAM_WORKSPACE_FLOATS // max(1, M * n_pad))
+    else:
+        splits = min(MAX_SPLIT_K, MAX_WORKSPACE_FLOATS // max(1, M * n_pad))
     return splits * M * n_pad if splits > 1 else 1
 
 

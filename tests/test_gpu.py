@@ -86,6 +86,53 @@ def test_every_path_matches_oracle(rng, c, dtype):
     assert_close(jm.matmul_nbits(jnp.asarray(a), w, to_jnp(b)), want, act)
 
 
+def _stream_cases():
+    """M <= 16 picks the weight-streaming kernel (groups >= 32, packed or no
+    zero points; group 16 and float zero points fall back to the tiled one).
+    Rows 1-8 use one n8 tile, 9-16 two; N crosses 512-column groups raggedly."""
+    return [
+        dict(M=1, N=1100, K=1000, block=128, zp="packed", bias=True),
+        dict(M=5, N=37, K=72, block=32, zp="none", bias=False),
+        dict(M=8, N=600, K=4100, block=64, zp="packed", bias=False),
+        dict(M=9, N=1100, K=200, block=256, zp="packed", bias=True),
+        dict(M=16, N=520, K=4100, block=32, zp="none", bias=True),
+        dict(M=12, N=130, K=1000, block=1024, zp="packed", bias=False),  # per-channel
+        dict(M=2, N=200, K=520, block=16, zp="packed", bias=False),  # tiled fallback
+        dict(M=7, N=200, K=520, block=64, zp="float", bias=True),  # tiled fallback
+    ]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("c", _stream_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}".format(**c))
+def test_small_m_kernel_every_split(rng, c, dtype):
+    act = HALF[dtype]
+    case = make_case(rng, N=c["N"], K=c["K"], block_size=c["block"], zp=c["zp"],
+                     scale_dtype=act)
+    a = activations(rng, (c["M"], c["K"]), act)
+    b = activations(rng, (c["N"],), act) if c["bias"] else None
+    w = case.prepare()
+    want = oracle64(a, case, b)
+    poison_allocator()
+    outs = _all_paths_jit(jnp.asarray(a), w, to_jnp(b))
+    for (impl, split_k), out in zip(PATHS, outs):
+        assert_close(out, want, act)
+
+
+@pytest.mark.parametrize("M", [1, 16])
+def test_small_m_balanced_grid_crosses_column_groups(rng, M):
+    """8192 x 4096: 512 steps over ~2 blocks per SM, so blocks start and end
+    inside column groups and most groups are summed from several partials."""
+    case = make_case(rng, N=8192, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
+    a = activations(rng, (M, 4096), np.float16)
+    w = case.prepare()
+    fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(a, w))
+    assert_close(first, oracle64(a, case), np.float16)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16), first.view(np.uint16))
+
+
 @pytest.mark.parametrize("bits", [2, 8])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_other_bit_widths_take_dense_path(rng, bits, dtype):
