@@ -274,31 +274,45 @@ __device__ __forceinline__ uint32_t apply_scale(uint32_t v, const GroupConstants
   }
 }
 
-// One code word -> the B fragments (2 regs each) of n8-tiles (j,0) and (j,1).
+// One code word -> exact (c - zp) pairs for columns (j, h = 0) and (j, h = 1):
+// {k 2t..2t+1, k 2t+8..2t+9} each. Exact because every value is a small
+// integer (for kOffset the zero point is applied later: this is c itself).
 template <typename T, ZeroPointKind kZP>
-__device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& gc, int j,
-                                             uint32_t (&b_h0)[2], uint32_t (&b_h1)[2]) {
+__device__ __forceinline__ void centered_codes_word(uint32_t q, const GroupConstants& gc, int j,
+                                                    uint32_t (&h0)[2], uint32_t (&h1)[2]) {
   const int r0 = 2 * j, r1 = 2 * j + 1;
   if constexpr (DTypeTraits<T>::kIsBF16) {
     const uint32_t x0 = and_or(q, kLowNibbles, kBF16Magic);
     const uint32_t x1 = and_or(q >> 4, kLowNibbles, kBF16Magic);
     const uint32_t x2 = and_or(q >> 8, kLowNibbles, kBF16Magic);
     const uint32_t x3 = and_or(q >> 12, kLowNibbles, kBF16Magic);
-    b_h0[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x0), gc, r0);
-    b_h0[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x1), gc, r0);
-    b_h1[0] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x2), gc, r1);
-    b_h1[1] = apply_scale<T, kZP>(bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x3), gc, r1);
+    h0[0] = bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x0);
+    h0[1] = bf16x2_fma(gc.sub_lo[r0], kBF16x2MinusOne, x1);
+    h1[0] = bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x2);
+    h1[1] = bf16x2_fma(gc.sub_lo[r1], kBF16x2MinusOne, x3);
   } else {
     const uint32_t q8 = q >> 8;
     const uint32_t lo0 = and_or(q, kLowNibbles, kFP16Magic);    // 1024 + c
     const uint32_t hi0 = and_or(q, kHighNibbles, kFP16Magic);   // 1024 + 16 c
     const uint32_t lo1 = and_or(q8, kLowNibbles, kFP16Magic);
     const uint32_t hi1 = and_or(q8, kHighNibbles, kFP16Magic);
-    b_h0[0] = apply_scale<T, kZP>(f16x2_sub(lo0, gc.sub_lo[r0]), gc, r0);
-    b_h0[1] = apply_scale<T, kZP>(f16x2_fma(hi0, kFP16OneSixteenth, gc.add_hi[r0]), gc, r0);
-    b_h1[0] = apply_scale<T, kZP>(f16x2_sub(lo1, gc.sub_lo[r1]), gc, r1);
-    b_h1[1] = apply_scale<T, kZP>(f16x2_fma(hi1, kFP16OneSixteenth, gc.add_hi[r1]), gc, r1);
+    h0[0] = f16x2_sub(lo0, gc.sub_lo[r0]);
+    h0[1] = f16x2_fma(hi0, kFP16OneSixteenth, gc.add_hi[r0]);
+    h1[0] = f16x2_sub(lo1, gc.sub_lo[r1]);
+    h1[1] = f16x2_fma(hi1, kFP16OneSixteenth, gc.add_hi[r1]);
   }
+}
+
+// One code word -> the weights of columns (j, 0) and (j, 1), rounded once, at
+// the scale: the tiled kernel's B fragments of n8-tiles (j, 0) and (j, 1).
+template <typename T, ZeroPointKind kZP>
+__device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& gc, int j,
+                                             uint32_t (&b_h0)[2], uint32_t (&b_h1)[2]) {
+  centered_codes_word<T, kZP>(q, gc, j, b_h0, b_h1);
+  b_h0[0] = apply_scale<T, kZP>(b_h0[0], gc, 2 * j);
+  b_h0[1] = apply_scale<T, kZP>(b_h0[1], gc, 2 * j);
+  b_h1[0] = apply_scale<T, kZP>(b_h1[0], gc, 2 * j + 1);
+  b_h1[1] = apply_scale<T, kZP>(b_h1[1], gc, 2 * j + 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -12,17 +12,23 @@
 //    nothing and one HMMA covers 16 columns x 16 k. The tile layout already
 //    fits: word j of a lane holds columns 16j + g and 16j + 8 + g at k = 2t,
 //    2t+1, 2t+8, 2t+9, which are exactly A-fragment rows g and g + 8.
-// 2. Every warp streams its own codes: a private shared-memory ring of 8
-//    units (4 KB per warp, 64 KB in flight per SM) filled by cp.async, one
-//    commit group per unit, so unit u of the next step is in flight while
-//    unit u of this one is consumed. No barrier and no shared stage between
-//    warps: they drift freely and hide each other's latency. (A register ring
-//    was the first version: 32 more registers per thread spilled at M > 8.)
+// 2. Every warp streams its own codes: a private shared-memory ring of
+//    kRingSteps = 2 steps (16 units, 8 KB per warp, 128 KB in flight per SM)
+//    filled by cp.async, one commit group per unit, so unit u of step i + 2
+//    is in flight while unit u of step i is consumed. No barrier and no shared stage
+//    between warps: they drift freely and hide each other's latency. Depth is
+//    Little's law: at ~3.5 us of loaded latency, 4 TB/s needs ~14 MB in
+//    flight, ~105 KB per SM; a one-step ring (64 KB per SM) measured 2.15 TB/s.
+//    (A register ring was the first version: 32 more registers per thread,
+//    and it spilled at M > 8.)
 // 3. A balanced grid. Work is a list of "steps" (one 512-column group x 128 of
 //    k, 8 warps x 8 units); B blocks (B = the SMs' resident slots) take equal
 //    contiguous runs of it (stream-K), so every SM streams the same number of
-//    bytes whatever the shape. A column group cut between blocks is summed by
-//    a second kernel over fp32 partials, in block order: bitwise reproducible.
+//    bytes whatever the shape. A column group cut between blocks leaves fp32
+//    partials in the workspace, which a small second kernel adds in block
+//    order: bitwise reproducible run to run. (Letting the last block of a
+//    group add them, after an atomic arrival count, measured slower: the sum
+//    then sits on that block's critical path, +40 us at M = 16.)
 //
 // Activations (tiny at small M) are staged per block into shared memory once,
 // asynchronously, and read with ldmatrix.
@@ -49,11 +55,19 @@ constexpr int kGroupTiles = kStreamWarps;     // 64-column tiles per column grou
 constexpr int kGroupColumns = 64 * kGroupTiles;  // 512
 constexpr int kUnitWords = 128;               // one 16 x 64 unit: 32 lanes x 16 bytes
 constexpr int kUnitBytes = 4 * kUnitWords;
-constexpr int kRingBytes = kStreamWarps * kStepUnits * kUnitBytes;  // 32 KB per block
+#ifndef JAX_MARLIN_STREAM_RING_STEPS
+#define JAX_MARLIN_STREAM_RING_STEPS 2
+#endif
+constexpr int kRingSteps = JAX_MARLIN_STREAM_RING_STEPS;
+constexpr int kRingUnits = kRingSteps * kStepUnits;
+constexpr int kRingBytes = kStreamWarps * kRingUnits * kUnitBytes;  // 64 KB per block
 // One staged A row per step: 128 halves plus 16 bytes of padding, so that the
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
 // and the read is conflict-free.
 constexpr int kARowBytes = 2 * kStepK + 16;
+// A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
+// is unit 7's k 8-15, i.e. one unpadded row of a step.
+constexpr int kZeroRowBytes = 2 * kStepK;
 
 struct StreamParams {
   const void* a;
@@ -71,7 +85,7 @@ struct StreamParams {
   int k_steps;           // L: steps in one column group's k-range
   int total_steps;       // T = column groups x L
   int blocks;            // B
-  int direct;            // every column group lies inside one block: no workspace
+  int any_cut;           // some column group is cut: the reduce kernel must run
 };
 
 // Block b owns the steps [first_step(b), first_step(b + 1)).
@@ -86,9 +100,12 @@ __host__ __device__ __forceinline__ int owner_block(int64_t s, int64_t T, int64_
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
 // and it would evict the scales other warps share), and the L2::256B hint
 // fetches the whole 256-byte span the warp walks next.
-__device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src) {
+// src_bytes = 0 zero-fills the 16 bytes and reads nothing: the predicate
+// travels in the instruction instead of a branch around it.
+__device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src, int src_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
                : "memory");
 #endif
 }
@@ -97,8 +114,6 @@ template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
-  constexpr int kRows = 8 * kMT;                       // A rows staged, M padded
-  constexpr int kAStepBytes = kRows * kARowBytes;
   // Groups met in one step: 128 / group_size for groups of 32 and 64; for
   // larger groups a step lies inside one group (steps start at multiples of
   // 128 of k and group sizes are powers of two).
@@ -152,24 +167,32 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   }
 
   // Stage A for all of this block's steps, one commit group: step i, row
-  // r < kRows, 16-byte chunk c (8 k) at a_base + i * kAStepBytes +
-  // r * kARowBytes + 16 c. Rows >= M and k >= K are zero-filled by cp.async
-  // (src-size 0 reads nothing); K % 8 == 0, so a chunk is all in or all out.
-  const uint32_t a_base = smem_base + kRingBytes;
+  // r < M, 16-byte chunk c (8 k) at a_base + i * a_step_bytes +
+  // r * kARowBytes + 16 c. Only the M real rows are staged (at M = 1 that is
+  // 1/8 of a padded tile, which leaves shared memory to the code ring); the
+  // ldmatrix lanes of rows >= M read a zero row instead. k >= K is zero-filled
+  // by cp.async (src-size 0 reads nothing); K % 8 == 0, so a chunk is all in
+  // or all out.
+  const int rows = static_cast<int>(p.M);
+  const int a_step_bytes = rows * kARowBytes;
+  const uint32_t zero_row = smem_base + kRingBytes;
+  const uint32_t a_base = zero_row + kZeroRowBytes;
   {
+    for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
+      *reinterpret_cast<uint4*>(smem + kRingBytes + 16 * c) = make_uint4(0, 0, 0, 0);
     const T* __restrict__ a = static_cast<const T*>(p.a);
     constexpr int kChunksPerRow = kStepK / 8;
-    constexpr int kChunksPerStep = kRows * kChunksPerRow;
+    const int chunks_per_step = rows * kChunksPerRow;
     auto stage = [&](int i_begin, int i_end) {
-      for (int c = i_begin * kChunksPerStep + threadIdx.x; c < i_end * kChunksPerStep;
+      for (int c = i_begin * chunks_per_step + threadIdx.x; c < i_end * chunks_per_step;
            c += kStreamThreads) {
-        const int i = c / kChunksPerStep;
-        const int row = (c / kChunksPerRow) % kRows;
+        const int i = c / chunks_per_step;
+        const int row = (c / kChunksPerRow) % rows;
         const int chunk = c % kChunksPerRow;
         const int ks_i = (s_begin + i) % p.k_steps;
         const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
         const bool inside = row < p.M && k < p.K;
-        cp_async_16(a_base + i * kAStepBytes + row * kARowBytes + chunk * 16,
+        cp_async_16(a_base + i * a_step_bytes + row * kARowBytes + chunk * 16,
                     inside ? a + row * p.K + k : a, inside ? 16 : 0);
       }
     };
@@ -177,17 +200,34 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     cp_async_commit();
   }
 
-  // The first step's codes, one commit group per unit (empty groups where a
-  // unit does not exist, so that "the unit consumed next" is always exactly
-  // kStepUnits - 1 groups back), then its group words.
-  const uint32_t ring_lane = smem_base + warp * (kStepUnits * kUnitBytes) + lane * 16;
+  // The first kRingSteps steps' codes, one commit group per unit (empty
+  // groups where a unit does not exist, so that the unit consumed next is
+  // always exactly kRingUnits - 1 groups back), then the first step's group
+  // words. Step i lives in ring slot i % kRingSteps.
+  const uint32_t ring_lane = smem_base + warp * (kRingUnits * kUnitBytes) + lane * 16;
+  auto advance = [&](int& ng_, int& ks_) {
+    if (++ks_ == p.k_steps) {
+      ks_ = 0;
+      ++ng_;
+    }
+  };
   int valid = units_in(ng, ks);
+  int ng1 = ng, ks1 = ks;  // step i + 1
+  advance(ng1, ks1);
+  int valid1 = n_steps > 1 ? units_in(ng1, ks1) : 0;
+  int ng_fill = ng, ks_fill = ks;  // step i + kRingSteps, loading into step i's slot
   {
-    const uint4* src = codes_at(ng, ks);
 #pragma unroll
-    for (int u = 0; u < kStepUnits; ++u) {
-      if (u < valid) cp_async_stream_16(ring_lane + u * kUnitBytes, src + u * (kUnitWords / 4));
-      cp_async_commit();
+    for (int r = 0; r < kRingSteps; ++r) {
+      const int valid_r = r < n_steps ? units_in(ng_fill, ks_fill) : 0;
+      const uint4* src = codes_at(ng_fill, ks_fill);
+#pragma unroll
+      for (int u = 0; u < kStepUnits; ++u) {
+        cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
+                           src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
+        cp_async_commit();
+      }
+      advance(ng_fill, ks_fill);
     }
     if (valid > 0) {
 #pragma unroll
@@ -199,10 +239,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // unit u+1 k0-7, unit u+1 k8-15} of rows 0-7, i.e. the B fragments of two
   // units. kMT = 2: {rows 0-7 k0-7, rows 0-7 k8-15, rows 8-15 k0-7, rows 8-15
   // k8-15} of one unit, i.e. the B fragments of both n8 tiles.
+  // Lanes of rows >= M point at the zero row, which does not move by step.
   const int mat = lane >> 3;
-  const uint32_t a_lane =
-      kMT == 1 ? (lane & 7) * kARowBytes + (mat >> 1) * 32 + (mat & 1) * 16
-               : ((lane & 7) + 8 * (mat >> 1)) * kARowBytes + (mat & 1) * 16;
+  const int a_row = kMT == 1 ? (lane & 7) : (lane & 7) + 8 * (mat >> 1);
+  const uint32_t a_col = (kMT == 1 ? (mat >> 1) * 32 : 0) + (mat & 1) * 16;
+  const uint32_t a_lane = a_row < rows ? a_base + a_row * kARowBytes + a_col : zero_row + a_col;
+  const uint32_t a_lane_step = a_row < rows ? a_step_bytes : 0;
 
   float acc[4][kMT][4];
 #pragma unroll
@@ -212,17 +254,21 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[j][mt][e] = 0.f;
 
+  // How many blocks share column group ng_, and this block's place among them.
+  auto group_parts = [&](int ng_, int* slot) {
+    const int64_t s0 = static_cast<int64_t>(ng_) * p.k_steps;
+    const int first = owner_block(s0, p.total_steps, p.blocks);
+    *slot = blockIdx.x - first;
+    return owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) - first + 1;
+  };
+
   // Writes this warp's 64 columns of column group ng_: straight to out when
-  // the group lies in one block, else as fp32 partial number (this block -
-  // the group's first block) for the reduce kernel. C fragment element e of
-  // tile (j, mt): column 16 j + g + 8 (e >> 1), row 2 t + (e & 1) + 8 mt.
-  auto flush = [&](int ng_) {
+  // the group lies in one block, else as fp32 partial `slot` for the reduce.
+  // C fragment element e of tile (j, mt): column 16 j + g + 8 (e >> 1), row
+  // 2 t + (e & 1) + 8 mt.
+  auto flush = [&](int ng_, int parts, int slot) {
     const int t = lane & 3;
     const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
-    const int slot =
-        p.direct ? 0
-                 : blockIdx.x - owner_block(static_cast<int64_t>(ng_) * p.k_steps,
-                                            p.total_steps, p.blocks);
     T* out = static_cast<T*>(p.out);
     const T* bias = static_cast<const T*>(p.bias);
 #pragma unroll
@@ -234,7 +280,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           const int64_t n = n0 + 16 * j + 8 * (e >> 1);
           const int64_t m = 2 * t + (e & 1) + 8 * mt;
           if (m >= p.M) continue;
-          if (p.direct) {
+          if (parts == 1) {
             if (n < p.N) {
               float v = acc[j][mt][e];
               if (bias != nullptr) v += to_float<T>(bias[n]);
@@ -248,40 +294,88 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
   GroupConstants gc;
-  // A is the oldest group: once at most the 8 code groups are pending, this
+  // kMT = 1 multiplies by the scale after the MMA, not before: the tensor
+  // cores take the exact (c - zp) and a group's partial sums are scaled once
+  // in fp32 when the group ends. That drops 16 HMUL2 per unit (a quarter of
+  // the loop) for 2 FFMA per accumulator per group, and rounds less than the
+  // reference (which rounds each weight to the activation dtype). kMT = 2 has
+  // no registers for a second set of accumulators and scales before.
+  constexpr bool kScaleAfter = kMT == 1;
+  float part[4][kMT][4];  // the current group's unscaled sums (kScaleAfter)
+  float scale_f[8];       // the current group's scales, column r = 2 j + h
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) part[j][mt][e] = 0.f;
+  auto fold_group = [&]() {
+    if constexpr (kScaleAfter) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            acc[j][mt][e] = fmaf(part[j][mt][e], scale_f[2 * j + (e >> 1)], acc[j][mt][e]);
+            part[j][mt][e] = 0.f;
+          }
+    }
+  };
+  auto start_group = [&](int j) {
+    make_group_constants<T, kZP>(gc, raw_scales[j], raw_zeros[j], make_uint4(0, 0, 0, 0));
+    if constexpr (kScaleAfter) {
+      const uint32_t w[4] = {raw_scales[j].x, raw_scales[j].y, raw_scales[j].z, raw_scales[j].w};
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
+        if constexpr (kBF16) {
+          scale_f[r] = __uint_as_float(static_cast<uint32_t>(bits) << 16);
+        } else {
+          scale_f[r] = __half2float(__ushort_as_half(bits));
+        }
+      }
+    }
+  };
+
+  // A is the oldest group: once at most the 16 code groups are pending, this
   // thread's A chunks have landed; the barrier makes everyone's visible.
-  cp_async_wait<kStepUnits>();
+  cp_async_wait<kRingUnits>();
   __syncthreads();
 
+  int ring_slot = 0;
   for (int i = 0; i < n_steps; ++i) {
-    int ng_next = ng, ks_next = ks + 1;
-    if (ks_next == p.k_steps) {
-      ks_next = 0;
-      ++ng_next;
-    }
-    const int valid_next = i + 1 < n_steps ? units_in(ng_next, ks_next) : 0;
-    const uint4* src_next = codes_at(ng_next, ks_next);
-    // Groups of >= 128: constants change only where a step starts a group.
+    const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
+    const uint4* src_fill = codes_at(ng_fill, ks_fill);
+    // Opaque to the compiler from here on: it would otherwise recompute the
+    // address from scratch for every unit's copy (~20 instructions each).
+    asm volatile("" : "+l"(src_fill));
+    const uint32_t ring_half = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
+    // Groups of >= 128: constants change only where a step starts a group,
+    // and the group ends where the next step starts one or the segment ends.
     const bool group_starts = i == 0 || ((ks * kStepUnits) & group_unit_mask) == 0;
-    const bool next_group_starts = ((ks_next * kStepUnits) & group_unit_mask) == 0;
-    const uint32_t a_step = a_base + i * kAStepBytes + a_lane;
+    const bool next_group_starts = ((ks1 * kStepUnits) & group_unit_mask) == 0;
+    const bool segment_ends = i + 1 == n_steps || ng1 != ng;
+    const uint32_t a_step = a_lane + i * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
 
+    if (valid > 0) {
 #pragma unroll
-    for (int u = 0; u < kStepUnits; ++u) {
-      if (u % kGroupUnits == 0) {
-        const int j = u / kGroupUnits;
-        if (kGroupUnits < kStepUnits || group_starts)
-          make_group_constants<T, kZP>(gc, raw_scales[j], raw_zeros[j], make_uint4(0, 0, 0, 0));
-        // The slot is consumed: refill it with the next step's words.
-        if (valid_next > 0 && (kGroupUnits < kStepUnits || next_group_starts))
-          load_group_words(j, ng_next, ks_next);
-      }
-      // This unit's group is kStepUnits - 1 commits back. Each lane reads back
-      // only the 16 bytes it copied itself, so no barrier is needed.
-      cp_async_wait<kStepUnits - 1>();
-      if (u < valid) {
-        const uint4 q = lds_128(ring_lane + u * kUnitBytes);
+      for (int u = 0; u < kStepUnits; ++u) {
+        if (u % kGroupUnits == 0) {
+          const int j = u / kGroupUnits;
+          if (kGroupUnits < kStepUnits || group_starts) start_group(j);
+          // The words are consumed: refill them with the next step's.
+          if (valid1 > 0 && (kGroupUnits < kStepUnits || next_group_starts))
+            load_group_words(j, ng1, ks1);
+        }
+        // This unit's group is kRingUnits - 1 commits back. Each lane reads
+        // back only the 16 bytes it copied itself, so no barrier is needed.
+        // Units past k_pad (the last step of a column) were zero-filled and
+        // meet zero activations, so they are computed like any other: no
+        // branch per unit.
+        cp_async_wait<kRingUnits - 1>();
+        const uint4 q = lds_128(ring_half + u * kUnitBytes);
         uint32_t b[kMT][2];
         if constexpr (kMT == 1) {
           if (u % 2 == 0) ldmatrix_x4(b_pair, a_step + u * 32);
@@ -299,37 +393,60 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           uint32_t h0[2], h1[2];
-          dequant_word<T, kZP>(words[j], gc, j, h0, h1);
+          if constexpr (kScaleAfter) {
+            centered_codes_word<T, kZP>(words[j], gc, j, h0, h1);
+          } else {
+            dequant_word<T, kZP>(words[j], gc, j, h0, h1);
+          }
           // A fragment: {row g k 2t.., row g+8 k 2t.., row g k 2t+8.., row g+8 k 2t+8..}
           // = {column (j,0) low k, column (j,1) low k, (j,0) high k, (j,1) high k}.
           const uint32_t frag_a[4] = {h0[0], h1[0], h0[1], h1[1]};
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) mma_16x8x16<kBF16>(acc[j][mt], frag_a, b[mt][0], b[mt][1]);
+          for (int mt = 0; mt < kMT; ++mt)
+            mma_16x8x16<kBF16>(kScaleAfter ? part[j][mt] : acc[j][mt], frag_a, b[mt][0], b[mt][1]);
         }
+        if (kScaleAfter && kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) fold_group();
+        // Refill the slot with unit u of step i + kRingSteps (zero-filled where that
+        // unit does not exist). Issued after the compute that consumed the
+        // slot's words (in-order issue: the LDS above has returned first).
+        cp_async_stream_16(ring_half + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
+                           u < valid_fill ? 16 : 0);
+        cp_async_commit();
       }
-      // Refill the slot with unit u of the next step. Issued after the
-      // compute that consumed the slot's words (in-order issue: the LDS above
-      // has returned before this copy can be issued).
-      if (u < valid_next) cp_async_stream_16(ring_lane + u * kUnitBytes, src_next + u * (kUnitWords / 4));
-      cp_async_commit();
+      if (kScaleAfter && kGroupUnits >= kStepUnits && (segment_ends || next_group_starts))
+        fold_group();
+    } else {
+      // An idle warp (past the last column tile) keeps its commit count.
+#pragma unroll
+      for (int u = 0; u < kStepUnits; ++u) cp_async_commit();
     }
-    if (i + 1 == n_steps || ng_next != ng) {
-      if (valid > 0) flush(ng);
+    if (segment_ends && valid > 0) {
+      int slot = 0;
+      const int parts = group_parts(ng, &slot);
+      flush(ng, parts, slot);
     }
-    ng = ng_next;
-    ks = ks_next;
-    valid = valid_next;
+    ng = ng1;
+    ks = ks1;
+    valid = valid1;
+    advance(ng1, ks1);
+    valid1 = i + 2 < n_steps ? units_in(ng1, ks1) : 0;
+    advance(ng_fill, ks_fill);
+    ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
   }
 #endif
 }
 
-// out[m, n] = T(((p_0 + p_1) + ... ) + bias[n]) over the blocks that cut
-// column group n / 512, in block order: the same sum every run.
+// out[m, n] = T(((p_0 + p_1) + ... ) + bias[n]) for the columns of cut groups,
+// in block order: the same sum every run. Groups inside one block were written
+// by the main kernel and are left alone. The partials of one output are loaded
+// eight at a time before they are added, so a 32-way cut costs four round
+// trips to L2, not 32.
 template <typename T>
 __global__ void __launch_bounds__(256) stream_reduce_kernel(const StreamParams p) {
   const int64_t total = p.M * p.N;
   const T* bias = static_cast<const T*>(p.bias);
   T* out = static_cast<T*>(p.out);
+  const int64_t part_stride = p.M * p.n_pad;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t m = idx / p.N;
@@ -337,10 +454,17 @@ __global__ void __launch_bounds__(256) stream_reduce_kernel(const StreamParams p
     const int64_t s0 = (n / kGroupColumns) * p.k_steps;
     const int parts = owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) -
                       owner_block(s0, p.total_steps, p.blocks) + 1;
+    if (parts == 1) continue;
     const float* src = p.workspace + m * p.n_pad + n;
-    const int64_t part_stride = p.M * p.n_pad;
-    float sum = src[0];
-    for (int i = 1; i < parts; ++i) sum += src[i * part_stride];
+    float sum = 0.f;
+    for (int i0 = 0; i0 < parts; i0 += 8) {
+      float v[8];
+#pragma unroll
+      for (int r = 0; r < 8; ++r) v[r] = i0 + r < parts ? __ldcg(src + (i0 + r) * part_stride) : 0.f;
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (i0 + r < parts) sum += v[r];
+    }
     if (bias != nullptr) sum += to_float<T>(bias[n]);
     out[idx] = from_float<T>(sum);
   }
@@ -368,13 +492,15 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   if (T > INT32_MAX / 2) return false;
   const int64_t step_bytes = int64_t{rows} * kARowBytes;  // A, per step of the block
   // Two blocks per SM (the launch bounds' register budget), each with at
-  // most half the SM's shared memory (~1 KB per block is the driver's).
-  const int64_t smem_cap = std::min<int64_t>(device.max_shared_bytes_per_block,
-                                             (device.max_shared_bytes_per_block + 1024) / 2 - 1024);
+  // most half the SM's shared memory (~1 KB per block is the driver's, and a
+  // few bytes are the kernel's static shared memory).
+  const int64_t smem_cap = std::min<int64_t>(
+      device.max_shared_bytes_per_block, (device.max_shared_bytes_per_block + 1024) / 2 - 1024 - 128);
   const int64_t parts_cap =
       args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
   auto fits = [&](int64_t B, int* parts) {
-    if (B < 1 || B > T || kRingBytes + ceil_div(T, B) * step_bytes > smem_cap) return false;
+    if (B < 1 || B > T || kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes > smem_cap)
+      return false;
     *parts = max_parts(n_groups, L, T, B);
     return *parts == 1 || *parts <= parts_cap;
   };
@@ -387,23 +513,27 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     for (int64_t s = std::min<int64_t>(split_k_override, L); s >= 1 && B == 0; --s)
       if (fits(n_groups * s, &parts)) B = n_groups * s;
   } else {
+    // One block per resident slot (one wave) if its A steps fit in shared
+    // memory, else whole waves of them (M > 8 with long k-ranges): a partial
+    // last wave would leave SMs idle for a whole block's time. From there,
+    // fewer blocks need fewer partials but more shared memory: go down while
+    // shared memory allows until the partials fit the workspace.
     const int64_t slots = std::max(1, device.sm_count) * int64_t{2};
-    const int64_t start = std::min(T, slots);
-    // Fewer blocks need fewer partials but more shared memory per block: go
-    // down while shared memory allows, then up if it never did.
-    for (int64_t b = start; b >= 1 && B == 0; --b) {
-      if (kRingBytes + ceil_div(T, b) * step_bytes > smem_cap) break;
-      if (fits(b, &parts)) B = b;
+    for (int64_t waves = 1; B == 0; ++waves) {
+      const int64_t start = std::min(T, waves * slots);
+      for (int64_t b = start; b >= 1 && B == 0; --b) {
+        if (kRingBytes + kZeroRowBytes + ceil_div(T, b) * step_bytes > smem_cap) break;
+        if (fits(b, &parts)) B = b;
+      }
+      if (start == T) break;
     }
-    for (int64_t b = start + 1; b <= T && B == 0; ++b)
-      if (fits(b, &parts)) B = b;
   }
   if (B == 0) return false;
   p->k_steps = static_cast<int>(L);
   p->total_steps = static_cast<int>(T);
   p->blocks = static_cast<int>(B);
-  p->direct = parts == 1;
-  *smem_bytes = static_cast<int>(kRingBytes + ceil_div(T, B) * step_bytes);
+  p->any_cut = parts > 1;
+  *smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
   return true;
 }
 
@@ -415,9 +545,15 @@ cudaError_t allow_stream_shared_memory(const DeviceLimits& device) {
   static std::atomic<bool> raised[kMaxDevices];
   const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
   if (cacheable && raised[device.ordinal].load(std::memory_order_acquire)) return cudaSuccess;
-  cudaError_t err = cudaFuncSetAttribute(stream_gemm_kernel<T, kZP, kMT, kGroupUnits>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         device.max_shared_bytes_per_block);
+  // The limit covers static plus dynamic shared memory: leave room for the
+  // kernel's static bytes (asking for the whole opt-in limit is an error).
+  auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits>;
+  cudaFuncAttributes attributes{};
+  cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+  if (err != cudaSuccess) return err;
+  err = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
   if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
   return err;
 }
@@ -430,7 +566,7 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
   stream_gemm_kernel<T, kZP, kMT, kGroupUnits>
       <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
-  if (!p.direct) {
+  if (p.any_cut) {
     const int64_t blocks =
         std::min<int64_t>(ceil_div(p.M * p.N, 256), int64_t{std::max(1, device.sm_count)} * 8);
     stream_reduce_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(p);
@@ -495,8 +631,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   while ((int64_t{16} << log2_units) < args.group_size) ++log2_units;
   p.log2_group_units = log2_units;
   int smem_bytes = 0;
-  const int rows = args.M <= 8 ? 8 : 16;
-  if (!plan_grid(args, device, split_k_override, rows, &p, &smem_bytes))
+  if (!plan_grid(args, device, split_k_override, static_cast<int>(args.M), &p, &smem_bytes))
     return cudaErrorNotSupported;
   switch (args.dtype) {
     case ActDType::kFloat16:

@@ -31,9 +31,9 @@ def split_k_workspace_floats(M: int, n_pad: int) -> int:
     compiled; the kernel picks the actual split count, at most this allows.
     """
     if M <= STREAM_MAX_M:
-        splits = min(MAX_STREAM_PARTS, MAX_STREAM_WORKSPACE_FLOATS // max(1, M * n_pad))
-    else:
-        splits = min(MAX_SPLIT_K, MAX_WORKSPACE_FLOATS // max(1, M * n_pad))
+        parts = min(MAX_STREAM_PARTS, MAX_STREAM_WORKSPACE_FLOATS // max(1, M * n_pad))
+        return parts * M * n_pad
+    splits = min(MAX_SPLIT_K, MAX_WORKSPACE_FLOATS // max(1, M * n_pad))
     return splits * M * n_pad if splits > 1 else 1
 
 
