@@ -60,9 +60,10 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
 #endif
 }
 
-// Closes the group of cp.async issued since the last commit: one group per
-// k-tile, so "wait until at most N groups are pending" means "until k-tile
-// it - N has landed".
+// Closes the group of cp.async issued since the last commit, so that "wait
+// until at most N groups are pending" means "all but the N newest groups have
+// landed" (the tiled kernel commits one group per k-tile, the streaming kernel
+// one per 512-byte unit).
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -98,8 +98,8 @@ __host__ __device__ __forceinline__ int owner_block(int64_t s, int64_t T, int64_
 }
 
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
-// and it would evict the scales other warps share), and the L2::256B hint
-// fetches the whole 256-byte span the warp walks next.
+// and it would evict the scales other warps share); L2::256B lets L2 fetch the
+// warp's 512-byte unit in 256-byte pieces rather than 32-byte sectors.
 // src_bytes = 0 zero-fills the 16 bytes and reads nothing: the predicate
 // travels in the instruction instead of a branch around it.
 __device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src, int src_bytes) {
@@ -155,9 +155,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     if (gi < p.k_blocks) {
       const int tile = tile_of(ng_);
       raw_scales[j] = __ldg(reinterpret_cast<const uint4*>(
-          scales + static_cast<int64_t>(gi) * p.n_pad + tile * 64 + 8 * g));
+          scales + static_cast<int64_t>(gi) * p.n_pad + int64_t{tile} * 64 + 8 * g));
       if constexpr (kZP == ZeroPointKind::kPacked4)
-        raw_zeros[j] = __ldg(zero_points + static_cast<int64_t>(gi) * (p.n_pad / 8) + tile * 8 + g);
+        raw_zeros[j] =
+            __ldg(zero_points + static_cast<int64_t>(gi) * (p.n_pad / 8) + int64_t{tile} * 8 + g);
     }
   };
 #pragma unroll
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // kMT = 1 multiplies by the scale after the MMA, not before: the tensor
   // cores take the exact (c - zp) and a group's partial sums are scaled once
   // in fp32 when the group ends. That drops 16 HMUL2 per unit (a quarter of
-  // the loop) for 2 FFMA per accumulator per group, and rounds less than the
+  // the loop) for one FFMA per accumulator per group, and rounds less than the
   // reference (which rounds each weight to the activation dtype). kMT = 2 has
   // no registers for a second set of accumulators and scales before.
   constexpr bool kScaleAfter = kMT == 1;
@@ -406,9 +407,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
             mma_16x8x16<kBF16>(kScaleAfter ? part[j][mt] : acc[j][mt], frag_a, b[mt][0], b[mt][1]);
         }
         if (kScaleAfter && kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) fold_group();
-        // Refill the slot with unit u of step i + kRingSteps (zero-filled where that
-        // unit does not exist). Issued after the compute that consumed the
-        // slot's words (in-order issue: the LDS above has returned first).
+        // Refill the slot with unit u of step i + kRingSteps (zero-filled where
+        // that unit does not exist). The empty asm consumes the words read
+        // from the slot, so the LDS has returned before the copy that
+        // overwrites the slot can issue (volatile asm keeps this order).
+        asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
         cp_async_stream_16(ring_half + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
                            u < valid_fill ? 16 : 0);
         cp_async_commit();
@@ -433,6 +436,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     advance(ng_fill, ks_fill);
     ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
   }
+  // The last steps' refills were zero-fills of nothing; let them land before
+  // the block's shared memory is handed to the next block.
+  cp_async_wait<0>();
 #endif
 }
 
@@ -483,7 +489,9 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
   return most;
 }
 
-// Chooses B and fills the grid fields of `p`; false if nothing fits.
+// Chooses B and fills the grid fields of `p`; false if nothing fits (the
+// caller then uses the tiled kernel). Runs on every call, so every candidate B
+// is tested at most once and a hopeless shape is given up on at once.
 bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split_k_override,
                int rows, StreamParams* p, int* smem_bytes) {
   const int64_t n_groups = ceil_div(p->n_tiles, kGroupTiles);
@@ -491,49 +499,63 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t T = n_groups * L;
   if (T > INT32_MAX / 2) return false;
   const int64_t step_bytes = int64_t{rows} * kARowBytes;  // A, per step of the block
-  // Two blocks per SM (the launch bounds' register budget), each with at
-  // most half the SM's shared memory (~1 KB per block is the driver's, and a
-  // few bytes are the kernel's static shared memory).
-  const int64_t smem_cap = std::min<int64_t>(
-      device.max_shared_bytes_per_block, (device.max_shared_bytes_per_block + 1024) / 2 - 1024 - 128);
   const int64_t parts_cap =
       args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
-  auto fits = [&](int64_t B, int* parts) {
-    if (B < 1 || B > T || kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes > smem_cap)
-      return false;
-    *parts = max_parts(n_groups, L, T, B);
-    return *parts == 1 || *parts <= parts_cap;
+  // A block cuts at most ceil((L - 1) / q) + 1 column groups' ranges when every
+  // block has at least q = floor(T / B) steps: an O(1) test first, the exact
+  // count over all groups only when the bound says no.
+  auto parts_fit = [&](int64_t B) {
+    const int64_t q = T / B;
+    if ((L - 1 + q - 1) / q + 1 <= parts_cap) return true;
+    const int parts = max_parts(n_groups, L, T, B);
+    return parts == 1 || parts <= parts_cap;
   };
 
   int64_t B = 0;
-  int parts = 1;
-  if (split_k_override > 0) {
-    // An aligned split-K: every column group cut into the same number of
-    // blocks; fewer cuts where the workspace or shared memory says so.
-    for (int64_t s = std::min<int64_t>(split_k_override, L); s >= 1 && B == 0; --s)
-      if (fits(n_groups * s, &parts)) B = n_groups * s;
-  } else {
-    // One block per resident slot (one wave) if its A steps fit in shared
-    // memory, else whole waves of them (M > 8 with long k-ranges): a partial
-    // last wave would leave SMs idle for a whole block's time. From there,
-    // fewer blocks need fewer partials but more shared memory: go down while
-    // shared memory allows until the partials fit the workspace.
-    const int64_t slots = std::max(1, device.sm_count) * int64_t{2};
-    for (int64_t waves = 1; B == 0; ++waves) {
-      const int64_t start = std::min(T, waves * slots);
-      for (int64_t b = start; b >= 1 && B == 0; --b) {
-        if (kRingBytes + kZeroRowBytes + ceil_div(T, b) * step_bytes > smem_cap) break;
-        if (fits(b, &parts)) B = b;
+  // Two blocks per SM (the launch bounds' register budget), each with at most
+  // half the SM's shared memory (~1 KB per block is the driver's); where that
+  // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
+  for (int per_sm = 2; per_sm >= 1 && B == 0; --per_sm) {
+    const int64_t smem_cap =
+        per_sm == 2 ? std::min<int64_t>(device.max_shared_bytes_per_block,
+                                        (device.max_shared_bytes_per_block + 1024) / 2 - 1024)
+                    : device.max_shared_bytes_per_block;
+    const int64_t steps_cap = (smem_cap - kRingBytes - kZeroRowBytes) / step_bytes;
+    if (steps_cap < 1) continue;
+    const int64_t fewest = ceil_div(T, steps_cap);  // fewer blocks: too many A steps each
+    // Fewer blocks need fewer partials: if even the fewest cut too finely for
+    // the workspace, no grid fits.
+    if (!parts_fit(fewest)) continue;
+    if (split_k_override > 0) {
+      // An aligned split-K: every column group cut into the same number of
+      // blocks; fewer cuts where the workspace says so.
+      for (int64_t s = std::min<int64_t>(split_k_override, L); s >= 1 && B == 0; --s) {
+        const int64_t b = n_groups * s;
+        if (b < fewest) break;
+        if (b <= T && parts_fit(b)) B = b;
       }
-      if (start == T) break;
+    } else {
+      // One block per resident slot (one wave) if its A steps fit in shared
+      // memory, else whole waves of them (M > 8 with long k-ranges): a partial
+      // last wave would leave SMs idle for a whole block's time. Within a
+      // wave count, go down from the full waves until the partials fit.
+      const int64_t slots = std::max(1, device.sm_count) * int64_t{per_sm};
+      for (int64_t waves = 1, tried = 0; B == 0 && tried < T; ++waves) {
+        const int64_t start = std::min(T, waves * slots);
+        for (int64_t b = start; b >= std::max(fewest, tried + 1) && B == 0; --b)
+          if (parts_fit(b)) B = b;
+        tried = start;
+      }
+    }
+    if (B != 0) {
+      *smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
     }
   }
   if (B == 0) return false;
   p->k_steps = static_cast<int>(L);
   p->total_steps = static_cast<int>(T);
   p->blocks = static_cast<int>(B);
-  p->any_cut = parts > 1;
-  *smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
+  p->any_cut = max_parts(n_groups, L, T, B) > 1;
   return true;
 }
 
@@ -554,6 +576,10 @@ cudaError_t allow_stream_shared_memory(const DeviceLimits& device) {
   err = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
+  // Two blocks of ~100 KB per SM need the largest shared-memory carveout.
+  if (err == cudaSuccess)
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                               cudaSharedmemCarveoutMaxShared);
   if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
   return err;
 }

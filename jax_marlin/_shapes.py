@@ -10,7 +10,8 @@ MAX_SPLIT_K = 16
 # The streaming kernel (M <= STREAM_MAX_M) balances its grid by cutting column
 # groups between blocks; each cut adds one partial. Small shapes on many SMs
 # cut a column group's k-range finely (4096 x 4096: 32 partials), so it gets
-# room for more; it falls back to fewer blocks where the room runs out.
+# room for more. Where no grid fits the room (M = 16 on a 128k-column LM head)
+# the launcher uses the tiled kernel instead.
 STREAM_MAX_M = 16
 MAX_STREAM_PARTS = 64
 # Caps on the workspace (floats), whatever the shape: 16 MiB for the tiled
