@@ -17,8 +17,6 @@
 namespace jax_marlin {
 namespace {
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // ---------------------------------------------------------------------------
 // Dtype traits: the magic numbers and the f16x2 / bf16x2 arithmetic.
 // All values travel as uint32_t holding a packed pair, which is what the mma

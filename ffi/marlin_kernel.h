@@ -20,6 +20,9 @@ namespace jax_marlin {
 
 enum class ActDType : int { kFloat16 = 0, kBFloat16 = 1 };
 
+// Host-side arithmetic shared by the launchers.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // How zero points reach the kernel.
 enum class ZeroPointKind : int {
   kImplicit = 0,  // symmetric: every zero point is 8

@@ -43,31 +43,10 @@
 #include <cstdint>
 
 #include "marlin_device.cuh"
+#include "stream_plan.h"
 
 namespace jax_marlin {
 namespace {
-
-constexpr int kStreamThreads = 256;
-constexpr int kStreamWarps = kStreamThreads / 32;
-constexpr int kStepUnits = 8;                 // k16 units per warp per step
-constexpr int kStepK = 16 * kStepUnits;       // 128
-constexpr int kGroupTiles = kStreamWarps;     // 64-column tiles per column group
-constexpr int kGroupColumns = 64 * kGroupTiles;  // 512
-constexpr int kUnitWords = 128;               // one 16 x 64 unit: 32 lanes x 16 bytes
-constexpr int kUnitBytes = 4 * kUnitWords;
-#ifndef JAX_MARLIN_STREAM_RING_STEPS
-#define JAX_MARLIN_STREAM_RING_STEPS 2
-#endif
-constexpr int kRingSteps = JAX_MARLIN_STREAM_RING_STEPS;
-constexpr int kRingUnits = kRingSteps * kStepUnits;
-constexpr int kRingBytes = kStreamWarps * kRingUnits * kUnitBytes;  // 64 KB per block
-// One staged A row per step: 128 halves plus 16 bytes of padding, so that the
-// eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
-// and the read is conflict-free.
-constexpr int kARowBytes = 2 * kStepK + 16;
-// A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
-// is unit 7's k 8-15, i.e. one unpadded row of a step.
-constexpr int kZeroRowBytes = 2 * kStepK;
 
 struct StreamParams {
   const void* a;
@@ -87,15 +66,6 @@ struct StreamParams {
   int blocks;            // B
   int any_cut;           // some column group is cut: the reduce kernel must run
 };
-
-// Block b owns the steps [first_step(b), first_step(b + 1)).
-__host__ __device__ __forceinline__ int first_step(int64_t b, int64_t T, int64_t B) {
-  return static_cast<int>(b * T / B);
-}
-// The block owning step s: the largest b with floor(b T / B) <= s.
-__host__ __device__ __forceinline__ int owner_block(int64_t s, int64_t T, int64_t B) {
-  return static_cast<int>(((s + 1) * B + T - 1) / T - 1);
-}
 
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
 // and it would evict the scales other warps share); L2::256B lets L2 fetch the
@@ -480,85 +450,6 @@ __global__ void __launch_bounds__(256) stream_reduce_kernel(const StreamParams p
 // Host side.
 // ---------------------------------------------------------------------------
 
-// The most partials any column group needs with B blocks (1 = direct).
-int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
-  int most = 1;
-  for (int64_t ng = 0; ng < n_groups; ++ng) {
-    most = std::max(most, owner_block(ng * L + L - 1, T, B) - owner_block(ng * L, T, B) + 1);
-  }
-  return most;
-}
-
-// Chooses B and fills the grid fields of `p`; false if nothing fits (the
-// caller then uses the tiled kernel). Runs on every call, so every candidate B
-// is tested at most once and a hopeless shape is given up on at once.
-bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split_k_override,
-               int rows, StreamParams* p, int* smem_bytes) {
-  const int64_t n_groups = ceil_div(p->n_tiles, kGroupTiles);
-  const int64_t L = ceil_div(p->kt_total, kStepUnits);
-  const int64_t T = n_groups * L;
-  if (T > INT32_MAX / 2) return false;
-  const int64_t step_bytes = int64_t{rows} * kARowBytes;  // A, per step of the block
-  const int64_t parts_cap =
-      args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
-  // A block cuts at most ceil((L - 1) / q) + 1 column groups' ranges when every
-  // block has at least q = floor(T / B) steps: an O(1) test first, the exact
-  // count over all groups only when the bound says no.
-  auto parts_fit = [&](int64_t B) {
-    const int64_t q = T / B;
-    if ((L - 1 + q - 1) / q + 1 <= parts_cap) return true;
-    const int parts = max_parts(n_groups, L, T, B);
-    return parts == 1 || parts <= parts_cap;
-  };
-
-  int64_t B = 0;
-  // Two blocks per SM (the launch bounds' register budget), each with at most
-  // half the SM's shared memory (~1 KB per block is the driver's); where that
-  // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
-  for (int per_sm = 2; per_sm >= 1 && B == 0; --per_sm) {
-    const int64_t smem_cap =
-        per_sm == 2 ? std::min<int64_t>(device.max_shared_bytes_per_block,
-                                        (device.max_shared_bytes_per_block + 1024) / 2 - 1024)
-                    : device.max_shared_bytes_per_block;
-    const int64_t steps_cap = (smem_cap - kRingBytes - kZeroRowBytes) / step_bytes;
-    if (steps_cap < 1) continue;
-    const int64_t fewest = ceil_div(T, steps_cap);  // fewer blocks: too many A steps each
-    // Fewer blocks need fewer partials: if even the fewest cut too finely for
-    // the workspace, no grid fits.
-    if (!parts_fit(fewest)) continue;
-    if (split_k_override > 0) {
-      // An aligned split-K: every column group cut into the same number of
-      // blocks; fewer cuts where the workspace says so.
-      for (int64_t s = std::min<int64_t>(split_k_override, L); s >= 1 && B == 0; --s) {
-        const int64_t b = n_groups * s;
-        if (b < fewest) break;
-        if (b <= T && parts_fit(b)) B = b;
-      }
-    } else {
-      // One block per resident slot (one wave) if its A steps fit in shared
-      // memory, else whole waves of them (M > 8 with long k-ranges): a partial
-      // last wave would leave SMs idle for a whole block's time. Within a
-      // wave count, go down from the full waves until the partials fit.
-      const int64_t slots = std::max(1, device.sm_count) * int64_t{per_sm};
-      for (int64_t waves = 1, tried = 0; B == 0 && tried < T; ++waves) {
-        const int64_t start = std::min(T, waves * slots);
-        for (int64_t b = start; b >= std::max(fewest, tried + 1) && B == 0; --b)
-          if (parts_fit(b)) B = b;
-        tried = start;
-      }
-    }
-    if (B != 0) {
-      *smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
-    }
-  }
-  if (B == 0) return false;
-  p->k_steps = static_cast<int>(L);
-  p->total_steps = static_cast<int>(T);
-  p->blocks = static_cast<int>(B);
-  p->any_cut = max_parts(n_groups, L, T, B) > 1;
-  return true;
-}
-
 // Raises the kernel's dynamic shared-memory limit once per device (see the
 // tiled kernel's allow_max_shared_memory for why once, and why per kernel).
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
@@ -656,9 +547,13 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   int log2_units = 0;
   while ((int64_t{16} << log2_units) < args.group_size) ++log2_units;
   p.log2_group_units = log2_units;
-  int smem_bytes = 0;
-  if (!plan_grid(args, device, split_k_override, static_cast<int>(args.M), &p, &smem_bytes))
-    return cudaErrorNotSupported;
+  StreamPlan plan{};
+  if (!plan_grid(args, device, split_k_override, &plan)) return cudaErrorNotSupported;
+  p.k_steps = plan.k_steps;
+  p.total_steps = plan.total_steps;
+  p.blocks = plan.blocks;
+  p.any_cut = plan.any_cut;
+  const int smem_bytes = plan.smem_bytes;
   switch (args.dtype) {
     case ActDType::kFloat16:
       return dispatch_zero_points<__half>(args, p, smem_bytes, device, stream);

@@ -1,0 +1,138 @@
+// The streaming kernel's grid: its geometry, the split of the work list
+// between blocks, and the host-side planner that picks the block count.
+//
+// Kept apart from the kernel (stream_kernel.cu) so that the planner, whose
+// mistakes would be out-of-bounds writes to the workspace or launches over the
+// shared-memory limit, is tested on machines without a GPU
+// (tests/test_stream_plan.py compiles tests/cpp/stream_plan_check.cc against
+// it). No XLA, no device code beyond two __host__ __device__ index functions.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "marlin_kernel.h"
+
+namespace jax_marlin {
+namespace {
+
+constexpr int kStreamThreads = 256;
+constexpr int kStreamWarps = kStreamThreads / 32;
+constexpr int kStepUnits = 8;                 // k16 units per warp per step
+constexpr int kStepK = 16 * kStepUnits;       // 128
+constexpr int kGroupTiles = kStreamWarps;     // 64-column tiles per column group
+constexpr int kGroupColumns = 64 * kGroupTiles;  // 512
+constexpr int kUnitWords = 128;               // one 16 x 64 unit: 32 lanes x 16 bytes
+constexpr int kUnitBytes = 4 * kUnitWords;
+#ifndef JAX_MARLIN_STREAM_RING_STEPS
+#define JAX_MARLIN_STREAM_RING_STEPS 2
+#endif
+constexpr int kRingSteps = JAX_MARLIN_STREAM_RING_STEPS;
+constexpr int kRingUnits = kRingSteps * kStepUnits;
+constexpr int kRingBytes = kStreamWarps * kRingUnits * kUnitBytes;  // 64 KB per block
+// One staged A row per step: 128 halves plus 16 bytes of padding, so that the
+// eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
+// and the read is conflict-free.
+constexpr int kARowBytes = 2 * kStepK + 16;
+// A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
+// is unit 7's k 8-15, i.e. one unpadded row of a step.
+constexpr int kZeroRowBytes = 2 * kStepK;
+
+// Block b owns the steps [first_step(b), first_step(b + 1)).
+__host__ __device__ __forceinline__ int first_step(int64_t b, int64_t T, int64_t B) {
+  return static_cast<int>(b * T / B);
+}
+// The block owning step s: the largest b with floor(b T / B) <= s.
+__host__ __device__ __forceinline__ int owner_block(int64_t s, int64_t T, int64_t B) {
+  return static_cast<int>(((s + 1) * B + T - 1) / T - 1);
+}
+
+struct StreamPlan {
+  int k_steps;      // L: steps in one column group's k-range
+  int total_steps;  // T = column groups x L
+  int blocks;       // B
+  int any_cut;      // some column group is cut: the reduce kernel must run
+  int smem_bytes;   // dynamic shared memory per block
+};
+
+// The most partials any column group needs with B blocks (1 = direct).
+int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
+  int most = 1;
+  for (int64_t ng = 0; ng < n_groups; ++ng) {
+    most = std::max(most, owner_block(ng * L + L - 1, T, B) - owner_block(ng * L, T, B) + 1);
+  }
+  return most;
+}
+
+// Chooses B and fills the grid fields of `p`; false if nothing fits (the
+// caller then uses the tiled kernel). Runs on every call, so every candidate B
+// is tested at most once and a hopeless shape is given up on at once.
+bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split_k_override,
+               StreamPlan* plan) {
+  const int64_t n_groups = ceil_div(args.n_pad / 64, kGroupTiles);
+  const int64_t L = ceil_div(args.k_pad / 16, kStepUnits);
+  const int64_t T = n_groups * L;
+  if (T > INT32_MAX / 2) return false;
+  const int64_t step_bytes = args.M * kARowBytes;  // A, per step of the block
+  const int64_t parts_cap =
+      args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
+  // A block cuts at most ceil((L - 1) / q) + 1 column groups' ranges when every
+  // block has at least q = floor(T / B) steps: an O(1) test first, the exact
+  // count over all groups only when the bound says no.
+  auto parts_fit = [&](int64_t B) {
+    const int64_t q = T / B;
+    if ((L - 1 + q - 1) / q + 1 <= parts_cap) return true;
+    const int parts = max_parts(n_groups, L, T, B);
+    return parts == 1 || parts <= parts_cap;
+  };
+
+  int64_t B = 0;
+  // Two blocks per SM (the launch bounds' register budget), each with at most
+  // half the SM's shared memory (~1 KB per block is the driver's); where that
+  // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
+  for (int per_sm = 2; per_sm >= 1 && B == 0; --per_sm) {
+    const int64_t smem_cap =
+        per_sm == 2 ? std::min<int64_t>(device.max_shared_bytes_per_block,
+                                        (device.max_shared_bytes_per_block + 1024) / 2 - 1024)
+                    : device.max_shared_bytes_per_block;
+    const int64_t steps_cap = (smem_cap - kRingBytes - kZeroRowBytes) / step_bytes;
+    if (steps_cap < 1) continue;
+    const int64_t fewest = ceil_div(T, steps_cap);  // fewer blocks: too many A steps each
+    // Fewer blocks need fewer partials: if even the fewest cut too finely for
+    // the workspace, no grid fits.
+    if (!parts_fit(fewest)) continue;
+    if (split_k_override > 0) {
+      // An aligned split-K: every column group cut into the same number of
+      // blocks; fewer cuts where the workspace says so.
+      for (int64_t s = std::min<int64_t>(split_k_override, L); s >= 1 && B == 0; --s) {
+        const int64_t b = n_groups * s;
+        if (b < fewest) break;
+        if (b <= T && parts_fit(b)) B = b;
+      }
+    } else {
+      // One block per resident slot (one wave) if its A steps fit in shared
+      // memory, else whole waves of them (M > 8 with long k-ranges): a partial
+      // last wave would leave SMs idle for a whole block's time. Within a
+      // wave count, go down from the full waves until the partials fit.
+      const int64_t slots = std::max(1, device.sm_count) * int64_t{per_sm};
+      for (int64_t waves = 1, tried = 0; B == 0 && tried < T; ++waves) {
+        const int64_t start = std::min(T, waves * slots);
+        for (int64_t b = start; b >= std::max(fewest, tried + 1) && B == 0; --b)
+          if (parts_fit(b)) B = b;
+        tried = start;
+      }
+    }
+    if (B != 0) {
+      plan->smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
+    }
+  }
+  if (B == 0) return false;
+  plan->k_steps = static_cast<int>(L);
+  plan->total_steps = static_cast<int>(T);
+  plan->blocks = static_cast<int>(B);
+  plan->any_cut = max_parts(n_groups, L, T, B) > 1;
+  return true;
+}
+
+}  // namespace
+}  // namespace jax_marlin

@@ -1,0 +1,38 @@
+// Runs the streaming kernel's grid planner (ffi/stream_plan.h) on the host.
+// stdin: one case per line, "M K N group workspace_elems sm_count
+// max_smem_per_block compute_capability split_k". stdout: one line per case,
+// "B T L smem any_cut max_parts" or "declined". tests/test_stream_plan.py checks the
+// answers against an independent model of the partition.
+#include <cstdio>
+
+#include "stream_plan.h"
+
+int main() {
+  long long M, K, N, group, workspace, sm_count, smem, cc, split_k;
+  while (std::scanf("%lld %lld %lld %lld %lld %lld %lld %lld %lld", &M, &K, &N, &group,
+                    &workspace, &sm_count, &smem, &cc, &split_k) == 9) {
+    jax_marlin::MarlinGemmArgs args{};
+    args.M = M;
+    args.K = K;
+    args.N = N;
+    args.n_pad = jax_marlin::ceil_div(N, 64) * 64;
+    args.group_size = group;
+    args.k_blocks = jax_marlin::ceil_div(K, group);
+    args.k_pad = args.k_blocks * group;
+    // The planner only reads whether there is a workspace and its size.
+    args.workspace = workspace > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+    args.workspace_elems = workspace;
+    const jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem),
+                                          static_cast<int>(cc)};
+    jax_marlin::StreamPlan plan{};
+    if (jax_marlin::plan_grid(args, device, static_cast<int>(split_k), &plan)) {
+      const int64_t groups = plan.total_steps / plan.k_steps;
+      std::printf("%d %d %d %d %d %d\n", plan.blocks, plan.total_steps, plan.k_steps,
+                  plan.smem_bytes, plan.any_cut,
+                  jax_marlin::max_parts(groups, plan.k_steps, plan.total_steps, plan.blocks));
+    } else {
+      std::printf("declined\n");
+    }
+  }
+  return 0;
+}

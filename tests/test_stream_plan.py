@@ -1,0 +1,139 @@
+"""The streaming kernel's grid planner (ffi/stream_plan.h), on the host.
+
+Its mistakes would not show as wrong numbers in most GPU tests but as writes
+past the workspace (more partials than it holds) or launches over the shared
+memory limit, on GPUs nobody here has (A100, 99 KB parts). So it is compiled
+here with the host compiler and checked, shape by shape and device by device,
+against an independent model of the block partition.
+"""
+
+import bisect
+import itertools
+import math
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from jax_marlin import _layout, _shapes
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# (SMs, opt-in shared memory per block, compute capability)
+DEVICES = {
+    "h200": (132, 232448, 90),
+    "a100": (108, 166912, 80),
+    "ada_99kb": (128, 101376, 89),
+    "small": (20, 101376, 86),
+}
+SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 1024), (14336, 4096),
+          (72, 37), (1000, 1100), (200, 70000), (8192, 128256), (65536, 131072)]
+RING_BYTES = 8 * 16 * 512  # 8 warps x 2 steps x 8 units x 512 bytes
+ZERO_ROW_BYTES = 256
+A_ROW_BYTES = 272
+
+
+def _cuda_include():
+    candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(pathlib.Path(nvcc).resolve().parents[1]))
+    candidates.append("/usr/local/cuda")
+    for root in filter(None, candidates):
+        if (pathlib.Path(root) / "include" / "cuda_runtime.h").exists():
+            return pathlib.Path(root) / "include"
+    return None
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory):
+    cxx = shutil.which("c++") or shutil.which("g++")
+    include = _cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("needs a C++ compiler and the CUDA runtime headers")
+    exe = tmp_path_factory.mktemp("plan") / "stream_plan_check"
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT / 'ffi'}", f"-I{include}",
+                    str(ROOT / "tests" / "cpp" / "stream_plan_check.cc"), "-o", str(exe)],
+                   check=True)
+
+    def run(cases):
+        lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
+        out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True,
+                             check=True, timeout=60).stdout.split("\n")
+        return [None if l == "declined" else tuple(map(int, l.split())) for l in out[:len(cases)]]
+
+    return run
+
+
+def _model_parts(T, L, B):
+    """Most blocks any column group's L steps touch, from the partition itself."""
+    starts = [b * T // B for b in range(B + 1)]
+    assert all(a < b for a, b in zip(starts, starts[1:])), "an empty block"
+    most = 1
+    for g in range(T // L):
+        first = bisect.bisect_right(starts, g * L) - 1
+        last = bisect.bisect_right(starts, g * L + L - 1) - 1
+        most = max(most, last - first + 1)
+    return most, max(b - a for a, b in zip(starts, starts[1:]))
+
+
+def _cases(split_k):
+    for device, (K, N), M, group in itertools.product(
+            DEVICES, SHAPES, [1, 3, 8, 9, 16], [32, 128, "channel"]):
+        block = 1 << (K - 1).bit_length() if group == "channel" else group
+        block = max(block, 16)
+        workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+        yield device, (M, K, N, block, workspace, *DEVICES[device], split_k)
+
+
+@pytest.mark.parametrize("split_k", [0, 1, 3])
+def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
+    cases = list(_cases(split_k))
+    results = planner([c for _, c in cases])
+    planned = 0
+    for (device, case), got in zip(cases, results):
+        M, K, N, block, workspace, sms, smem_limit, cc, _ = case
+        if got is None:
+            continue
+        planned += 1
+        B, T, L, smem, any_cut, parts = got
+        n_pad = _layout.n_pad(N)
+        k_pad = -(-K // block) * block
+        assert L == -(-k_pad // 128) and T == -(-n_pad // 512) * L, case
+        assert 1 <= B <= T, case
+        model_parts, most_steps = _model_parts(T, L, B)
+        assert parts == model_parts and any_cut == (parts > 1), (case, got, model_parts)
+        if parts > 1:  # every partial has its place in the workspace
+            assert parts * M * n_pad <= workspace, (case, got)
+        # The largest block's A steps, the zero row and the ring fit its
+        # shared memory, which fits the device.
+        assert smem == RING_BYTES + ZERO_ROW_BYTES + most_steps * M * A_ROW_BYTES, (case, got)
+        assert smem <= smem_limit, (case, got)
+        if split_k:  # an aligned split: every group cut the same way
+            groups = T // L
+            assert B % groups == 0 and 1 <= B // groups <= min(split_k, L), (case, got)
+    assert planned > len(cases) // 2
+
+
+def test_the_issue_shapes_stream_on_the_h200(planner):
+    """The planner must not quietly hand the decode shapes to the tiled kernel."""
+    sms, smem, cc = DEVICES["h200"]
+    cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem,
+              cc, 0) for M in (1, 4, 8, 16) for K, N in SHAPES[:5]]
+    for case, got in zip(cases, planner(cases)):
+        assert got is not None, case
+        B, T = got[0], got[1]
+        assert B >= min(T, sms), (case, got)  # every SM gets work
+
+
+def test_planning_is_fast_even_when_nothing_fits(planner):
+    """It runs on every call: a shape it must decline costs microseconds, not seconds."""
+    import time
+    sms, smem, cc = DEVICES["ada_99kb"]
+    cases = [(16, 65536, 131072, 32, _shapes.split_k_workspace_floats(16, 131072), sms, smem,
+              cc, 0)] * 200
+    start = time.perf_counter()
+    planner(cases)
+    assert time.perf_counter() - start < 5.0
