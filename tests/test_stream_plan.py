@@ -9,7 +9,6 @@ against an independent model of the block partition.
 
 import bisect
 import itertools
-import math
 import os
 import pathlib
 import shutil
@@ -137,3 +136,10 @@ def test_planning_is_fast_even_when_nothing_fits(planner):
     start = time.perf_counter()
     planner(cases)
     assert time.perf_counter() - start < 5.0
+
+
+def test_python_and_cuda_agree_on_which_m_streams():
+    """The workspace is sized in Python for the kernel the launcher picks in C++."""
+    import re
+    header = (ROOT / "ffi" / "stream_kernel.h").read_text()
+    assert int(re.search(r"kStreamMaxM = (\d+);", header).group(1)) == _shapes.STREAM_MAX_M
