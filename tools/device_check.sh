@@ -4,7 +4,10 @@
 # Environment: BENCH="--quick" (benchmark arguments; unset skips it), DECODE=" " (run
 # examples/decode.py with these arguments), SANITIZE="memcheck racecheck" (compute-sanitizer
 # tools to run over tools/sanitize_sweep.py),
-# SKIP_EXAMPLES=1, TEST_TIMEOUT (s),
+# SKIP_EXAMPLES=1, TEST_TIMEOUT (s), CUDA_FLAGS (extra nvcc flags for the build, e.g.
+# "-DJAX_MARLIN_STREAM_RING_STEPS=3" for the streaming kernel's ring depth),
+# NCU="--K 8192 --N 28672 --M 1" (Nsight Compute on the streaming kernel for that GEMM:
+# duration, DRAM throughput, issue rate and the stall reasons; tools/profile_one.py),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
 # carried in .ffi so that the build is the one CI makes). The device has no network: make
 # .ffi here first (it is git-ignored; pass carry=[".ffi"] to the device call):
@@ -22,7 +25,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | 
 echo "== build"
 python3 -m pip install --no-build-isolation --no-deps -v . \
   -Ccmake.define.XLA_FFI_INCLUDE_DIR="$repo/$headers" \
-  -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >"$OUT/build.log" 2>&1 \
+  -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
+  ${CUDA_FLAGS:+"-Ccmake.define.CMAKE_CUDA_FLAGS=$CUDA_FLAGS"} >"$OUT/build.log" 2>&1 \
   || { tail -60 "$OUT/build.log"; exit 1; }
 grep -E "ptxas|spill|error" "$OUT/build.log" | tail -20
 echo "build took $(( $(date +%s) - start )) s"
@@ -50,6 +54,22 @@ fi
 if [ -n "${DECODE-}" ]; then
   (cd /tmp && timeout "${DECODE_TIMEOUT:-150}" python3 "$repo/examples/decode.py" $DECODE \
     --out "$OUT/decode.json" 2>&1 | tail -12 | tee "$OUT/decode.log")
+fi
+
+if [ -n "${NCU-}" ]; then
+  echo "== ncu $NCU"
+  stalls=""
+  for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
+      not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
+    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+  done
+  (cd /tmp && timeout "${NCU_TIMEOUT:-120}" ncu --kernel-name regex:stream --launch-skip 6 \
+    --launch-count 2 --clock-control none --metrics "gpu__time_duration.sum,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active$stalls" \
+    python3 "$repo/tools/profile_one.py" $NCU >"$OUT/ncu.txt" 2>&1; \
+    grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|stalled" \
+      "$OUT/ncu.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
 fi
 
 if [ -n "${BENCH-}" ]; then
