@@ -467,10 +467,6 @@ cudaError_t allow_stream_shared_memory(const DeviceLimits& device) {
   err = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
-  // Two blocks of ~100 KB per SM need the largest shared-memory carveout.
-  if (err == cudaSuccess)
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                               cudaSharedmemCarveoutMaxShared);
   if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
   return err;
 }
