@@ -15,10 +15,12 @@
 // 2. Every warp streams its own codes: a private shared-memory ring of
 //    kRingSteps = 2 steps (16 units, 8 KB per warp, 128 KB in flight per SM)
 //    filled by cp.async, one commit group per unit, so unit u of step i + 2
-//    is in flight while unit u of step i is consumed. No barrier and no shared stage
-//    between warps: they drift freely and hide each other's latency. Depth is
-//    Little's law: at ~3.5 us of loaded latency, 4 TB/s needs ~14 MB in
-//    flight, ~105 KB per SM; a one-step ring (64 KB per SM) measured 2.15 TB/s.
+//    is in flight while unit u of step i is consumed. No barrier and no
+//    shared stage between warps: they drift freely and hide each other's
+//    latency. The depth is Little's law (at ~3.5 us of loaded latency, 4 TB/s
+//    needs ~105 KB in flight per SM); when it was measured the loop was still
+//    issue-bound and two steps gained nothing over one, so whether depth or
+//    issue limits the kernel now is the open question (docs/perf/NOTES.md).
 //    (A register ring was the first version: 32 more registers per thread,
 //    and it spilled at M > 8.)
 // 3. A balanced grid. Work is a list of "steps" (one 512-column group x 128 of
@@ -154,20 +156,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const T* __restrict__ a = static_cast<const T*>(p.a);
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
-    auto stage = [&](int i_begin, int i_end) {
-      for (int c = i_begin * chunks_per_step + threadIdx.x; c < i_end * chunks_per_step;
-           c += kStreamThreads) {
-        const int i = c / chunks_per_step;
-        const int row = (c / kChunksPerRow) % rows;
-        const int chunk = c % kChunksPerRow;
-        const int ks_i = (s_begin + i) % p.k_steps;
-        const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
-        const bool inside = row < p.M && k < p.K;
-        cp_async_16(a_base + i * a_step_bytes + row * kARowBytes + chunk * 16,
-                    inside ? a + row * p.K + k : a, inside ? 16 : 0);
-      }
-    };
-    stage(0, n_steps);
+    for (int c = threadIdx.x; c < n_steps * chunks_per_step; c += kStreamThreads) {
+      const int i = c / chunks_per_step;
+      const int row = (c / kChunksPerRow) % rows;
+      const int chunk = c % kChunksPerRow;
+      const int ks_i = (s_begin + i) % p.k_steps;
+      const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
+      const bool inside = k < p.K;
+      cp_async_16(a_base + i * a_step_bytes + row * kARowBytes + chunk * 16,
+                  inside ? a + row * p.K + k : a, inside ? 16 : 0);
+    }
     cp_async_commit();
   }
 
@@ -321,7 +319,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // Opaque to the compiler from here on: it would otherwise recompute the
     // address from scratch for every unit's copy (~20 instructions each).
     asm volatile("" : "+l"(src_fill));
-    const uint32_t ring_half = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
+    const uint32_t ring_step = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
     // Groups of >= 128: constants change only where a step starts a group,
     // and the group ends where the next step starts one or the segment ends.
     const bool group_starts = i == 0 || ((ks * kStepUnits) & group_unit_mask) == 0;
@@ -346,7 +344,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         // meet zero activations, so they are computed like any other: no
         // branch per unit.
         cp_async_wait<kRingUnits - 1>();
-        const uint4 q = lds_128(ring_half + u * kUnitBytes);
+        const uint4 q = lds_128(ring_step + u * kUnitBytes);
         uint32_t b[kMT][2];
         if constexpr (kMT == 1) {
           if (u % 2 == 0) ldmatrix_x4(b_pair, a_step + u * 32);
@@ -382,7 +380,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         // from the slot, so the LDS has returned before the copy that
         // overwrites the slot can issue (volatile asm keeps this order).
         asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
-        cp_async_stream_16(ring_half + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
+        cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
                            u < valid_fill ? 16 : 0);
         cp_async_commit();
       }
