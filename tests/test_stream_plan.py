@@ -80,7 +80,7 @@ def _model_parts(T, L, B):
 
 def _cases(split_k):
     for device, (K, N), M, group in itertools.product(
-            DEVICES, SHAPES, [1, 3, 8, 9, 16], [32, 128, "channel"]):
+            DEVICES, SHAPES, [1, 3, 8, 9, 16], [32, 64, 128, "channel"]):
         block = 1 << (K - 1).bit_length() if group == "channel" else group
         block = max(block, 16)
         workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
