@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "marlin_kernel.h"
@@ -312,6 +313,33 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
   b_h0[1] = apply_scale<T, kZP>(b_h0[1], gc, 2 * j);
   b_h1[0] = apply_scale<T, kZP>(b_h1[0], gc, 2 * j + 1);
   b_h1[1] = apply_scale<T, kZP>(b_h1[1], gc, 2 * j + 1);
+}
+
+// ---------------------------------------------------------------------------
+// Launch helpers (host).
+// ---------------------------------------------------------------------------
+
+// Raises kKernel's dynamic shared-memory limit to what the device allows,
+// once per device: every launch then stays under it, whatever its size. Doing
+// it per launch with the launch's own size would cost a driver call on the
+// decode path and race with another thread launching a different size. The
+// limit covers static plus dynamic bytes, so the kernel's static bytes are
+// left out (asking for the whole opt-in limit is then an error). A template
+// of the kernel itself, so that every kernel has its own flags.
+template <auto kKernel>
+cudaError_t allow_max_dynamic_shared_memory(const DeviceLimits& device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> raised[kMaxDevices];
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
+  if (cacheable && raised[device.ordinal].load(std::memory_order_acquire)) return cudaSuccess;
+  cudaFuncAttributes attributes{};
+  cudaError_t err = cudaFuncGetAttributes(&attributes, kKernel);
+  if (err != cudaSuccess) return err;
+  err = cudaFuncSetAttribute(
+      kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
+  if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
+  return err;
 }
 
 // ---------------------------------------------------------------------------

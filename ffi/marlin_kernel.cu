@@ -25,7 +25,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 namespace jax_marlin {
@@ -464,25 +463,6 @@ int choose_splits(int64_t base_blocks, int tiles_total, int max_splits, int slot
   return best;
 }
 
-// Raises the kernel's dynamic shared-memory limit to the device's maximum,
-// once per device: every launch then stays under it, whatever its size. Doing
-// it per launch with the launch's own size would cost a driver call on the
-// decode path and race with another thread launching a different size.
-// One flag array per kernel instantiation (a template of the instantiation,
-// not of the function-pointer type, which all instantiations share).
-template <typename T, ZeroPointKind kZP, int kMTiles>
-cudaError_t allow_max_shared_memory(const DeviceLimits& device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> raised[kMaxDevices];
-  auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
-  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
-  if (cacheable && raised[device.ordinal].load(std::memory_order_acquire)) return cudaSuccess;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         device.max_shared_bytes_per_block);
-  if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
-  return err;
-}
-
 // Where A, the codes, the scales and the zero points of one k-tile sit inside
 // a pipeline stage, and the dynamic shared memory the whole ring needs.
 struct StageLayout {
@@ -526,9 +506,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   p.n_pad = args.n_pad;
   p.k16_total = static_cast<int>(args.k_pad / 16);
   p.k_blocks = static_cast<int>(args.k_blocks);
-  int log2_gs = 0;
-  while ((int64_t{1} << log2_gs) < args.group_size) ++log2_gs;
-  p.log2_group_size = log2_gs;
+  p.log2_group_size = log2_ceil(args.group_size);
   p.units_total = static_cast<int>(args.n_pad / kUnitN);
 
   const StageLayout layout = stage_layout<kZP, kMTiles>(args.group_size);
@@ -571,7 +549,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   p.num_splits = splits;
 
   auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
-  cudaError_t err = allow_max_shared_memory<T, kZP, kMTiles>(device);
+  cudaError_t err = allow_max_dynamic_shared_memory<marlin_gemm_kernel<T, kZP, kMTiles>>(device);
   if (err != cudaSuccess) return err;
 
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),
@@ -652,11 +630,11 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   if (device.compute_capability < 80) return cudaErrorInvalidDeviceFunction;
 
   // Small M streams the weights (stream_kernel.cu); it declines, launching
-  // nothing, where its grid cannot fit, and the tiled kernel takes over.
-  if (StreamGemmSupports(args)) {
-    const cudaError_t err = LaunchStreamGemm(args, device, split_k_override, stream);
-    if (err != cudaErrorNotSupported) return err;
-  }
+  // nothing, where it does not apply or its grid cannot fit, and the tiled
+  // kernel takes over.
+  if (const cudaError_t err = LaunchStreamGemm(args, device, split_k_override, stream);
+      err != cudaErrorNotSupported)
+    return err;
 
   switch (args.dtype) {
     case ActDType::kFloat16:

@@ -22,6 +22,12 @@ enum class ActDType : int { kFloat16 = 0, kBFloat16 = 1 };
 
 // Host-side arithmetic shared by the launchers.
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The smallest e with 2^e >= x (group sizes are powers of two: their log2).
+constexpr int log2_ceil(int64_t x) {
+  int e = 0;
+  while ((int64_t{1} << e) < x) ++e;
+  return e;
+}
 
 // How zero points reach the kernel.
 enum class ZeroPointKind : int {

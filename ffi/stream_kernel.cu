@@ -41,7 +41,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "marlin_device.cuh"
@@ -215,13 +214,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const uint32_t a_lane = a_row < rows ? a_base + a_row * kARowBytes + a_col : zero_row + a_col;
   const uint32_t a_lane_step = a_row < rows ? a_step_bytes : 0;
 
-  float acc[4][kMT][4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][mt][e] = 0.f;
+  float acc[4][kMT][4] = {};
 
   // How many blocks share column group ng_, and this block's place among them.
   auto group_parts = [&](int ng_, int* slot) {
@@ -270,14 +263,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // reference (which rounds each weight to the activation dtype). kMT = 2 has
   // no registers for a second set of accumulators and scales before.
   constexpr bool kScaleAfter = kMT == 1;
-  float part[4][kMT][4];  // the current group's unscaled sums (kScaleAfter)
-  float scale_f[8];       // the current group's scales, column r = 2 j + h
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) part[j][mt][e] = 0.f;
+  float part[4][kMT][4] = {};  // the current group's unscaled sums (kScaleAfter)
+  float scale_f[8];            // the current group's scales, column r = 2 j + h
   auto fold_group = [&]() {
     if constexpr (kScaleAfter) {
 #pragma unroll
@@ -448,31 +435,11 @@ __global__ void __launch_bounds__(256) stream_reduce_kernel(const StreamParams p
 // Host side.
 // ---------------------------------------------------------------------------
 
-// Raises the kernel's dynamic shared-memory limit once per device (see the
-// tiled kernel's allow_max_shared_memory for why once, and why per kernel).
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
-cudaError_t allow_stream_shared_memory(const DeviceLimits& device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> raised[kMaxDevices];
-  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
-  if (cacheable && raised[device.ordinal].load(std::memory_order_acquire)) return cudaSuccess;
-  // The limit covers static plus dynamic shared memory: leave room for the
-  // kernel's static bytes (asking for the whole opt-in limit is an error).
-  auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits>;
-  cudaFuncAttributes attributes{};
-  cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
-  if (err != cudaSuccess) return err;
-  err = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
-  if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
-  return err;
-}
-
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
 cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                           cudaStream_t stream) {
-  cudaError_t err = allow_stream_shared_memory<T, kZP, kMT, kGroupUnits>(device);
+  cudaError_t err =
+      allow_max_dynamic_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits>>(device);
   if (err != cudaSuccess) return err;
   stream_gemm_kernel<T, kZP, kMT, kGroupUnits>
       <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
@@ -538,9 +505,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.kt_total = static_cast<int>(args.k_pad / 16);
   p.n_tiles = static_cast<int>(args.n_pad / 64);
   p.k_blocks = static_cast<int>(args.k_blocks);
-  int log2_units = 0;
-  while ((int64_t{16} << log2_units) < args.group_size) ++log2_units;
-  p.log2_group_units = log2_units;
+  p.log2_group_units = log2_ceil(args.group_size / 16);
   StreamPlan plan{};
   if (!plan_grid(args, device, split_k_override, &plan)) return cudaErrorNotSupported;
   p.k_steps = plan.k_steps;

@@ -65,11 +65,9 @@ def _shape_cases(num=24, seed=7):
     return cases
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("c", _shape_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}{b}".format(
-    b="-bias" if c["bias"] else "", **c))
-def test_every_path_matches_oracle(rng, c, dtype):
-    act = HALF[dtype]
+def _check_every_path(rng, c, act):
+    """Every forced path of case ``c`` against the float64 oracle; returns the
+    operands and the expected output for further checks."""
     case = make_case(rng, N=c["N"], K=c["K"], block_size=c["block"], zp=c["zp"],
                      scale_dtype=act)
     a = activations(rng, (c["M"], c["K"]), act)
@@ -81,6 +79,15 @@ def test_every_path_matches_oracle(rng, c, dtype):
     for (impl, split_k), out in zip(PATHS, outs):
         assert out.dtype == act, (impl, split_k)
         assert_close(out, want, act)
+    return a, w, b, want
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("c", _shape_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}{b}".format(
+    b="-bias" if c["bias"] else "", **c))
+def test_every_path_matches_oracle(rng, c, dtype):
+    act = HALF[dtype]
+    a, w, b, want = _check_every_path(rng, c, act)
     # The public entry point, eagerly, after poisoning.
     poison_allocator()
     assert_close(jm.matmul_nbits(jnp.asarray(a), w, to_jnp(b)), want, act)
@@ -105,17 +112,7 @@ def _stream_cases():
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("c", _stream_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}".format(**c))
 def test_small_m_kernel_every_split(rng, c, dtype):
-    act = HALF[dtype]
-    case = make_case(rng, N=c["N"], K=c["K"], block_size=c["block"], zp=c["zp"],
-                     scale_dtype=act)
-    a = activations(rng, (c["M"], c["K"]), act)
-    b = activations(rng, (c["N"],), act) if c["bias"] else None
-    w = case.prepare()
-    want = oracle64(a, case, b)
-    poison_allocator()
-    outs = _all_paths_jit(jnp.asarray(a), w, to_jnp(b))
-    for (impl, split_k), out in zip(PATHS, outs):
-        assert_close(out, want, act)
+    _check_every_path(rng, c, HALF[dtype])
 
 
 @pytest.mark.parametrize("M", [1, 16])
