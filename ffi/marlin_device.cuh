@@ -192,8 +192,9 @@ __device__ __forceinline__ uint32_t broadcast_half(uint32_t w, int which) {
 //         reach the exponent: every nibble is shifted down to bits 0-3 and
 //         16-19 instead (shifts 0, 4, 8, 12), giving 128 + c.
 // Subtracting (magic + zp) is exact (all values are small integers), so the
-// fragment holds (c - zp) exactly and the single rounding happens in the
-// multiply by the scale, as in the reference.
+// fragment holds (c - zp) exactly and, in the tiled kernel, the single
+// rounding happens in the multiply by the scale, as in the reference. (The
+// streaming kernel keeps the magic and removes it after the MMA in fp32.)
 // ---------------------------------------------------------------------------
 
 constexpr uint32_t kLowNibbles = 0x000F000Fu;
@@ -301,6 +302,21 @@ __device__ __forceinline__ void centered_codes_word(uint32_t q, const GroupConst
     h1[0] = f16x2_sub(lo1, gc.sub_lo[r1]);
     h1[1] = f16x2_fma(hi1, kFP16OneSixteenth, gc.add_hi[r1]);
   }
+}
+
+// One code word -> (magic + c) pairs, all four fragment registers on the same
+// offset (magic = 1024 for fp16, 128 for bf16, where the ULP is one): each
+// nibble is shifted down to bits 0-3 / 16-19 and dropped into the mantissa by
+// one lop3. No arithmetic: the offset (and the zero point) is removed after
+// the MMA, from the group's sum of activations.
+template <typename T>
+__device__ __forceinline__ void magic_codes_word(uint32_t q, uint32_t (&h0)[2],
+                                                 uint32_t (&h1)[2]) {
+  constexpr uint32_t kMagic = DTypeTraits<T>::kIsBF16 ? kBF16Magic : kFP16Magic;
+  h0[0] = and_or(q, kLowNibbles, kMagic);        // column (j, 0), k 2t..2t+1
+  h0[1] = and_or(q >> 4, kLowNibbles, kMagic);   // column (j, 0), k 2t+8..2t+9
+  h1[0] = and_or(q >> 8, kLowNibbles, kMagic);   // column (j, 1), k 2t..2t+1
+  h1[1] = and_or(q >> 12, kLowNibbles, kMagic);  // column (j, 1), k 2t+8..2t+9
 }
 
 // One code word -> the weights of columns (j, 0) and (j, 1), rounded once, at

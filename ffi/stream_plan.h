@@ -73,7 +73,9 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t L = ceil_div(args.k_pad / 16, kStepUnits);
   const int64_t T = n_groups * L;
   if (T > INT32_MAX / 2) return false;
-  const int64_t step_bytes = args.M * kARowBytes;  // A, per step of the block
+  // Per step of the block: A's rows, and one fp32 sum of A per row and group.
+  const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
+  const int64_t step_bytes = args.M * (kARowBytes + 4 * groups_per_step);
   const int64_t parts_cap =
       args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
   // A block cuts at most ceil((L - 1) / q) + 1 column groups' ranges when every
