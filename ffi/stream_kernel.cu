@@ -441,37 +441,80 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #endif
 }
 
-// out[m, n] = T(((p_0 + p_1) + ... ) + bias[n]) for the columns of cut groups,
-// in block order: the same sum every run. Groups inside one block were written
-// by the main kernel and are left alone. The partials of one output are loaded
-// eight at a time before they are added, so a 32-way cut costs four round
-// trips to L2, not 32.
+// out[m, n] = T(sum of the partials + bias[n]) for the columns of cut groups,
+// always in the same order: bitwise the same result every run. Groups inside
+// one block were written by the main kernel and are left alone.
+//
+// The partials sit in L2 and are few, so the cost is latency and index math,
+// not bytes. Block (x, y) works on column group x: it learns once how many
+// blocks cut the group (one thread, 64-bit divisions, shared with the rest:
+// done per thread they cost more than the sums), returns at once if none
+// did, and otherwise adds 256 outputs of the group, one thread each, with
+// every partial's load issued before the first add. Where a group has more
+// than kReduceSerialParts partials, 8 threads share an output instead (slice
+// s adds partials s, s + 8, ...) and the 8 slice sums are added in slice order,
+// so a 32-way cut costs one round trip to L2 per output, not four.
+constexpr int kReduceThreads = 256;
+constexpr int kReduceSlices = 8;
+constexpr int kReduceSerialParts = 16;
+// Blocks per column group and row: 512 columns by 8 slices of 32 outputs.
+constexpr int kReduceChunks = kGroupColumns * kReduceSlices / kReduceThreads;
+static_assert(kReduceSlices * kReduceSerialParts >= kMaxStreamParts,
+              "a sliced sum must reach every partial the planner allows");
+
 template <typename T>
-__global__ void __launch_bounds__(256) stream_reduce_kernel(const StreamParams p) {
-  const int64_t total = p.M * p.N;
+__global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const StreamParams p) {
+  __shared__ int parts_shared;
+  __shared__ float slice_sums[kReduceSlices][kReduceThreads / kReduceSlices];
+  const int64_t ng = blockIdx.x;
+  const int64_t m = blockIdx.y / kReduceChunks;
+  const int chunk = blockIdx.y % kReduceChunks;
+  if (threadIdx.x == 0) {
+    const int64_t s0 = ng * p.k_steps;
+    parts_shared = owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) -
+                   owner_block(s0, p.total_steps, p.blocks) + 1;
+  }
+  __syncthreads();
+  const int parts = parts_shared;
+  if (parts == 1) return;
+  const bool sliced = parts > kReduceSerialParts;
+  // Serial: chunk c < 2 holds columns 256 c + thread. Sliced: chunk c holds
+  // columns 32 c + lane, slice = warp.
+  if (!sliced && chunk >= kGroupColumns / kReduceThreads) return;
+  const int lane = threadIdx.x % 32;
+  const int slice = sliced ? threadIdx.x / 32 : 0;
+  const int64_t n =
+      ng * kGroupColumns + (sliced ? 32 * chunk + lane : kReduceThreads * chunk + threadIdx.x);
+  // The main kernel wrote every column < n_pad of a cut group; the last group
+  // may end before 512 columns, so columns >= n_pad load nothing and columns
+  // >= N are summed and dropped.
+  const float* src = p.workspace + m * p.n_pad + n;
+  const int64_t part_stride = p.M * p.n_pad;
+  const int step = sliced ? kReduceSlices : 1;
+  float sum = 0.f;
+  if (n < p.n_pad) {
+    float v[kReduceSerialParts];
+#pragma unroll
+    for (int r = 0; r < kReduceSerialParts; ++r) {
+      const int part = slice + step * r;
+      v[r] = part < parts ? __ldcg(src + part * part_stride) : 0.f;
+    }
+#pragma unroll
+    for (int r = 0; r < kReduceSerialParts; ++r) sum += v[r];
+  }
   const T* bias = static_cast<const T*>(p.bias);
   T* out = static_cast<T*>(p.out);
-  const int64_t part_stride = p.M * p.n_pad;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t m = idx / p.N;
-    const int64_t n = idx - m * p.N;
-    const int64_t s0 = (n / kGroupColumns) * p.k_steps;
-    const int parts = owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) -
-                      owner_block(s0, p.total_steps, p.blocks) + 1;
-    if (parts == 1) continue;
-    const float* src = p.workspace + m * p.n_pad + n;
-    float sum = 0.f;
-    for (int i0 = 0; i0 < parts; i0 += 8) {
-      float v[8];
+  if (sliced) {
+    slice_sums[slice][lane] = sum;
+    __syncthreads();
+    if (slice != 0) return;
+    sum = 0.f;
 #pragma unroll
-      for (int r = 0; r < 8; ++r) v[r] = i0 + r < parts ? __ldcg(src + (i0 + r) * part_stride) : 0.f;
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (i0 + r < parts) sum += v[r];
-    }
+    for (int s = 0; s < kReduceSlices; ++s) sum += slice_sums[s][lane];
+  }
+  if (n < p.N) {
     if (bias != nullptr) sum += to_float<T>(bias[n]);
-    out[idx] = from_float<T>(sum);
+    out[m * p.N + n] = from_float<T>(sum);
   }
 }
 
@@ -489,9 +532,12 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
       <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   if (p.any_cut) {
-    const int64_t blocks =
-        std::min<int64_t>(ceil_div(p.M * p.N, 256), int64_t{std::max(1, device.sm_count)} * 8);
-    stream_reduce_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(p);
+    // One block row per column group (gridDim.x < 2^31: N < 2^40), and
+    // M x kReduceChunks blocks per group (gridDim.y <= 65535 needs M <= 4095:
+    // the stream kernel takes M <= 16).
+    const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
+                    static_cast<unsigned>(p.M * kReduceChunks));
+    stream_reduce_kernel<T><<<grid, kReduceThreads, 0, stream>>>(p);
     err = cudaGetLastError();
   }
   return err;

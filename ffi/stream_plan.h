@@ -37,6 +37,10 @@ constexpr int kARowBytes = 2 * kStepK + 16;
 // A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
 // is unit 7's k 8-15, i.e. one unpadded row of a step.
 constexpr int kZeroRowBytes = 2 * kStepK;
+// The most blocks that may share one column group: the reduce kernel adds at
+// most this many partials per output (jax_marlin/_shapes.py sizes the
+// workspace for no more).
+constexpr int kMaxStreamParts = 64;
 
 // Block b owns the steps [first_step(b), first_step(b + 1)).
 __host__ __device__ __forceinline__ int first_step(int64_t b, int64_t T, int64_t B) {
@@ -76,8 +80,9 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // Per step of the block: A's rows, and one fp32 sum of A per row and group.
   const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
   const int64_t step_bytes = args.M * (kARowBytes + 4 * groups_per_step);
-  const int64_t parts_cap =
-      args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0;
+  const int64_t parts_cap = std::min<int64_t>(
+      kMaxStreamParts,
+      args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0);
   // A block cuts at most ceil((L - 1) / q) + 1 column groups' ranges when every
   // block has at least q = floor(T / B) steps: an O(1) test first, the exact
   // count over all groups only when the bound says no.

@@ -32,6 +32,7 @@ SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 1024), (14336, 4096
 RING_BYTES = 8 * 16 * 512  # 8 warps x 2 steps x 8 units x 512 bytes
 ZERO_ROW_BYTES = 256
 A_ROW_BYTES = 272
+MAX_PARTS = _shapes.MAX_STREAM_PARTS  # ffi/stream_plan.h kMaxStreamParts
 
 
 def _cuda_include():
@@ -106,6 +107,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         assert parts == model_parts and any_cut == (parts > 1), (case, got, model_parts)
         if parts > 1:  # every partial has its place in the workspace
             assert parts * M * n_pad <= workspace, (case, got)
+        assert parts <= MAX_PARTS, (case, got)  # the reduce kernel adds no more
         # The largest block's A steps, the zero row and the ring fit its
         # shared memory, which fits the device.
         sums = 4 * max(1, 128 // block)  # one fp32 sum of A per row and group, per step
@@ -116,6 +118,18 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
             groups = T // L
             assert B % groups == 0 and 1 <= B // groups <= min(split_k, L), (case, got)
     assert planned > len(cases) // 2
+
+
+def test_a_larger_workspace_never_buys_more_partials_than_the_reduce_adds(planner):
+    """A long, narrow GEMV would cut its one column group 264 ways if the workspace let it."""
+    sms, smem, cc = DEVICES["h200"]
+    cases = [(M, K, N, 128, 1 << 40, sms, smem, cc, split_k)
+             for M in (1, 16) for K, N in [(65536, 512), (32768, 1024), (8192, 64)]
+             for split_k in (0, 200)]
+    for case, got in zip(cases, planner(cases)):
+        assert got is not None, case
+        B, T, L, _, _, parts = got
+        assert parts == _model_parts(T, L, B)[0] and 1 < parts <= MAX_PARTS, (case, got)
 
 
 def test_the_issue_shapes_stream_on_the_h200(planner):
