@@ -354,6 +354,12 @@ cudaError_t allow_max_dynamic_shared_memory(const DeviceLimits& device) {
   err = cudaFuncSetAttribute(
       kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       device.max_shared_bytes_per_block - static_cast<int>(attributes.sharedSizeBytes));
+  // Every kernel of the package asks for the whole shared-memory carveout, so
+  // that consecutive launches (main and reduce kernels, layer after layer)
+  // never make an SM drain to change its L1/shared split.
+  if (err == cudaSuccess)
+    err = cudaFuncSetAttribute(kKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                               cudaSharedmemCarveoutMaxShared);
   if (err == cudaSuccess && cacheable) raised[device.ordinal].store(true, std::memory_order_release);
   return err;
 }

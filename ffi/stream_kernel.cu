@@ -66,6 +66,7 @@ struct StreamParams {
   int total_steps;       // T = column groups x L
   int blocks;            // B
   int any_cut;           // some column group is cut: the reduce kernel must run
+  int reduce_sliced;     // the reduce kernel gives each output 8 threads
 };
 
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
@@ -445,20 +446,23 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 // always in the same order: bitwise the same result every run. Groups inside
 // one block were written by the main kernel and are left alone.
 //
-// The partials sit in L2 and are few, so the cost is latency and index math,
-// not bytes. Block (x, y) works on column group x: it learns once how many
-// blocks cut the group (one thread, 64-bit divisions, shared with the rest:
-// done per thread they cost more than the sums), returns at once if none
-// did, and otherwise adds 256 outputs of the group, one thread each, with
-// every partial's load issued before the first add. Where a group has more
-// than kReduceSerialParts partials, 8 threads share an output instead (slice
-// s adds partials s, s + 8, ...) and the 8 slice sums are added in slice order,
-// so a 32-way cut costs one round trip to L2 per output, not four.
+// The partials sit in L2, so the cost is latency, index math and the launch,
+// not bytes. Block (x, y) works on column group x: one thread learns how many
+// blocks cut the group (64-bit divisions: done by every thread they cost more
+// than the sums) and the block returns at once if none did. Otherwise, when
+// no group has more than kReduceSerialParts partials, each thread adds one
+// output's partials with every load issued before the first add (grid y =
+// M x 2 halves of 256 columns); when some group has more (a short GEMV cut 32
+// ways), 8 threads share an output (slice s adds partials s, s + 8, ...) and
+// the slice sums are added in slice order (grid y = M x 16 chunks of 32
+// columns), so a 32-way cut costs one round trip to L2, not four. The mode is
+// the plan's, the same for every block: no block is launched only to leave.
 constexpr int kReduceThreads = 256;
 constexpr int kReduceSlices = 8;
 constexpr int kReduceSerialParts = 16;
-// Blocks per column group and row: 512 columns by 8 slices of 32 outputs.
-constexpr int kReduceChunks = kGroupColumns * kReduceSlices / kReduceThreads;
+// Blocks per column group and row: 512 columns, 256 or 32 at a time.
+constexpr int kReduceSerialChunks = kGroupColumns / kReduceThreads;
+constexpr int kReduceSlicedChunks = kGroupColumns * kReduceSlices / kReduceThreads;
 static_assert(kReduceSlices * kReduceSerialParts >= kMaxStreamParts,
               "a sliced sum must reach every partial the planner allows");
 
@@ -466,9 +470,10 @@ template <typename T>
 __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const StreamParams p) {
   __shared__ int parts_shared;
   __shared__ float slice_sums[kReduceSlices][kReduceThreads / kReduceSlices];
+  const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
   const int64_t ng = blockIdx.x;
-  const int64_t m = blockIdx.y / kReduceChunks;
-  const int chunk = blockIdx.y % kReduceChunks;
+  const int64_t m = blockIdx.y / chunks;
+  const int chunk = blockIdx.y % chunks;
   if (threadIdx.x == 0) {
     const int64_t s0 = ng * p.k_steps;
     parts_shared = owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) -
@@ -477,10 +482,9 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   __syncthreads();
   const int parts = parts_shared;
   if (parts == 1) return;
-  const bool sliced = parts > kReduceSerialParts;
-  // Serial: chunk c < 2 holds columns 256 c + thread. Sliced: chunk c holds
-  // columns 32 c + lane, slice = warp.
-  if (!sliced && chunk >= kGroupColumns / kReduceThreads) return;
+  const bool sliced = p.reduce_sliced;
+  // Serial: chunk c < 2 holds columns 256 c + thread. Sliced: chunk c < 16
+  // holds columns 32 c + lane, slice = warp.
   const int lane = threadIdx.x % 32;
   const int slice = sliced ? threadIdx.x / 32 : 0;
   const int64_t n =
@@ -532,11 +536,13 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
       <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   if (p.any_cut) {
-    // One block row per column group (gridDim.x < 2^31: N < 2^40), and
-    // M x kReduceChunks blocks per group (gridDim.y <= 65535 needs M <= 4095:
-    // the stream kernel takes M <= 16).
+    // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
+    // chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
+    const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
-                    static_cast<unsigned>(p.M * kReduceChunks));
+                    static_cast<unsigned>(p.M * chunks));
+    if ((err = allow_max_dynamic_shared_memory<stream_reduce_kernel<T>>(device)) != cudaSuccess)
+      return err;
     stream_reduce_kernel<T><<<grid, kReduceThreads, 0, stream>>>(p);
     err = cudaGetLastError();
   }
@@ -602,6 +608,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;
   p.any_cut = plan.any_cut;
+  p.reduce_sliced = plan.max_parts > kReduceSerialParts;
   const int smem_bytes = plan.smem_bytes;
   switch (args.dtype) {
     case ActDType::kFloat16:

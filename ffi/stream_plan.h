@@ -56,6 +56,7 @@ struct StreamPlan {
   int total_steps;  // T = column groups x L
   int blocks;       // B
   int any_cut;      // some column group is cut: the reduce kernel must run
+  int max_parts;    // the most blocks sharing one column group
   int smem_bytes;   // dynamic shared memory per block
 };
 
@@ -137,7 +138,8 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->k_steps = static_cast<int>(L);
   plan->total_steps = static_cast<int>(T);
   plan->blocks = static_cast<int>(B);
-  plan->any_cut = max_parts(n_groups, L, T, B) > 1;
+  plan->max_parts = max_parts(n_groups, L, T, B);
+  plan->any_cut = plan->max_parts > 1;
   return true;
 }
 
