@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A/B of kernel variants in one device call: builds every source tree under
+# .variants/<name> (git archive of a branch; .variants is git-ignored, pass
+# carry=[".ffi", ".variants"]) in parallel, then benchmarks each in its own
+# process, so every variant's ratios are against jnp.dot timed in that process.
+#   git archive wip/x | tar -x -C .variants/x   (here, per variant; a file
+#   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build)
+#   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT=all \
+#     NCU="--K 8192 --N 28672 --M 1" bash tools/ab_variants.sh
+# Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu.txt; all of
+# them also in $OUT/ab.tar.gz (the device returns only a few files per call).
+set -uo pipefail
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+repo="$(pwd)"
+start=$(date +%s)
+names=$(ls .variants)
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+
+for n in $names; do
+  mkdir -p "$OUT/$n"
+  flags="$(cat ".variants/$n/CUDA_FLAGS" 2>/dev/null)"
+  (python3 -m pip install --no-build-isolation --no-deps --target "/tmp/v/$n" -v ".variants/$n" \
+     -Ccmake.define.XLA_FFI_INCLUDE_DIR="$repo/.ffi/include" \
+     -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 -Cbuild-dir="/tmp/build/$n" \
+     ${flags:+"-Ccmake.define.CMAKE_CUDA_FLAGS=$flags"} \
+     >"$OUT/$n/build.log" 2>&1 && echo "built $n" || { echo "BUILD FAILED $n"; tail -30 "$OUT/$n/build.log"; }) &
+done
+wait
+echo "builds done at $(( $(date +%s) - start )) s"
+
+for n in ${TESTS-}; do
+  (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -q \
+     -p no:cacheprovider -rfE -n 8 -m gpu "$repo/.variants/$n/tests" >"$OUT/$n/pytest.log" 2>&1;
+   echo "tests $n: $(tail -1 "$OUT/$n/pytest.log")"; grep -E "^FAILED|^ERROR" "$OUT/$n/pytest.log" | head -10)
+done
+echo "tests done at $(( $(date +%s) - start )) s"
+
+if [ -n "${NCU-}" ]; then
+  stalls=""
+  for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
+      not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
+    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+  done
+  for shape in "$NCU" ${NCU2:+"$NCU2"}; do
+    (cd /tmp && PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" timeout "${NCU_TIMEOUT:-90}" ncu \
+      --kernel-name regex:stream --launch-skip 6 --launch-count 2 --clock-control none \
+      --metrics "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,\
+smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+sm__warps_active.avg.per_cycle_active,launch__registers_per_thread$stalls" \
+      python3 "$repo/tools/profile_one.py" $shape >>"$OUT/ncu.txt" 2>&1)
+  done
+  grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
+    "$OUT/ncu.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
+fi
+
+if [ -n "${BENCH-}" ]; then
+  for n in $names; do
+    echo "== bench $n"
+    (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${BENCH_TIMEOUT:-120}" python3 -m jax_marlin.bench \
+       $BENCH --csv "$OUT/$n/bench.csv" --plot "$OUT/$n/bench.png" >"$OUT/$n/bench.log" 2>&1;
+     grep -E "jax_marlin|tinygemm" "$OUT/$n/bench.log" | grep -v "^#" | tail -40)
+  done
+fi
+echo "total $(( $(date +%s) - start )) s"
+(cd "$OUT" && tar -czf /tmp/ab.tar.gz --exclude='*.png' . && rm -rf ./* && mv /tmp/ab.tar.gz .)
