@@ -6,7 +6,7 @@
 # tools to run over tools/sanitize_sweep.py),
 # SKIP_EXAMPLES=1, TEST_TIMEOUT (s), CUDA_FLAGS (extra nvcc flags for the build, e.g.
 # "-DJAX_MARLIN_STREAM_RING_STEPS=3" for the streaming kernel's ring depth),
-# NCU="--K 8192 --N 28672 --M 1" (Nsight Compute on the streaming kernel for that GEMM:
+# NCU="--K 8192 --N 28672 --M 1" and NCU2=... (Nsight Compute on the streaming kernel for that GEMM:
 # duration, DRAM throughput, issue rate and the stall reasons; tools/profile_one.py),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
 # carried in .ffi so that the build is the one CI makes). The device has no network: make
@@ -40,7 +40,10 @@ echo "tests done at $(( $(date +%s) - start )) s"
 if [ -n "${SANITIZE-}" ]; then
   echo "== compute-sanitizer ($SANITIZE) on ragged shapes"
   for tool in $SANITIZE; do
-    (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform timeout "${SANITIZE_TIMEOUT:-60}" \
+    # No autotuning: under racecheck XLA's autotuner compiles and runs every
+    # candidate GEMM fusion instrumented, which took minutes and crashed the
+    # sanitizer once (session 3); the sweep's oracle needs no fast GEMM.
+    (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout "${SANITIZE_TIMEOUT:-60}" \
       compute-sanitizer --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
       python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1; \
       echo "$tool exit $?"; tail -4 "$OUT/sanitize_$tool.log")
@@ -56,8 +59,8 @@ if [ -n "${DECODE-}" ]; then
     --out "$OUT/decode.json" 2>&1 | tail -12 | tee "$OUT/decode.log")
 fi
 
-if [ -n "${NCU-}" ]; then
-  echo "== ncu $NCU"
+for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
+  echo "== ncu $shape"
   stalls=""
   for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
       not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
@@ -67,10 +70,10 @@ if [ -n "${NCU-}" ]; then
     --launch-count 2 --clock-control none --metrics "gpu__time_duration.sum,\
 dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active$stalls" \
-    python3 "$repo/tools/profile_one.py" $NCU >"$OUT/ncu.txt" 2>&1; \
+    python3 "$repo/tools/profile_one.py" $shape >>"$OUT/ncu.txt" 2>&1; \
     grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|stalled" \
-      "$OUT/ncu.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
-fi
+      "$OUT/ncu.txt" | tail -40 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
+done
 
 if [ -n "${BENCH-}" ]; then
   echo "== bench $BENCH"
