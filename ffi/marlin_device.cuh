@@ -335,15 +335,16 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
 // Launch helpers (host).
 // ---------------------------------------------------------------------------
 
-// Raises kKernel's dynamic shared-memory limit to what the device allows,
-// once per device: every launch then stays under it, whatever its size. Doing
+// Raises kKernel's dynamic shared-memory limit to what the device allows and
+// asks for the largest carveout, once per device: every launch then stays
+// under the limit, whatever its size. Doing
 // it per launch with the launch's own size would cost a driver call on the
 // decode path and race with another thread launching a different size. The
 // limit covers static plus dynamic bytes, so the kernel's static bytes are
 // left out (asking for the whole opt-in limit is then an error). A template
 // of the kernel itself, so that every kernel has its own flags.
 template <auto kKernel>
-cudaError_t allow_max_dynamic_shared_memory(const DeviceLimits& device) {
+cudaError_t configure_shared_memory(const DeviceLimits& device) {
   constexpr int kMaxDevices = 64;
   static std::atomic<bool> raised[kMaxDevices];
   const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;

@@ -549,7 +549,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   p.num_splits = splits;
 
   auto kernel = marlin_gemm_kernel<T, kZP, kMTiles>;
-  cudaError_t err = allow_max_dynamic_shared_memory<marlin_gemm_kernel<T, kZP, kMTiles>>(device);
+  cudaError_t err = configure_shared_memory<marlin_gemm_kernel<T, kZP, kMTiles>>(device);
   if (err != cudaSuccess) return err;
 
   const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),

@@ -530,7 +530,7 @@ template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
 cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                           cudaStream_t stream) {
   cudaError_t err =
-      allow_max_dynamic_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits>>(device);
+      configure_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits>>(device);
   if (err != cudaSuccess) return err;
   stream_gemm_kernel<T, kZP, kMT, kGroupUnits>
       <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
@@ -541,7 +541,7 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
     const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
                     static_cast<unsigned>(p.M * chunks));
-    if ((err = allow_max_dynamic_shared_memory<stream_reduce_kernel<T>>(device)) != cudaSuccess)
+    if ((err = configure_shared_memory<stream_reduce_kernel<T>>(device)) != cudaSuccess)
       return err;
     stream_reduce_kernel<T><<<grid, kReduceThreads, 0, stream>>>(p);
     err = cudaGetLastError();
