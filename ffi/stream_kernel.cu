@@ -31,6 +31,10 @@
 //    order: bitwise reproducible run to run. (Letting the last block of a
 //    group add them, after an atomic arrival count, measured slower: the sum
 //    then sits on that block's critical path, +40 us at M = 16.)
+//    Shapes with few column groups (a 4096-column projection has 8 for 264
+//    block slots) take a second grid instead, the tile split: a block per
+//    64-column tile whose warps split k and add in shared memory, so no
+//    partials and no second kernel (stream_plan.h says when).
 //
 // Activations (tiny at small M) are staged per block into shared memory once,
 // asynchronously, and read with ldmatrix.
@@ -67,6 +71,7 @@ struct StreamParams {
   int blocks;            // B
   int any_cut;           // some column group is cut: the reduce kernel must run
   int reduce_sliced;     // the reduce kernel gives each output 8 threads
+  int tile_split;        // one block per 64-column tile, warps splitting k
 };
 
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
@@ -82,7 +87,13 @@ __device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src
 #endif
 }
 
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
+// kTileSplit: the grid for shapes with few column groups (a 4096-column
+// projection has 8 of them for 264 block slots, so stream-K cuts every group
+// ~32 ways and the reduce kernel plus its launch cost more than the stream).
+// Block b owns 64-column tile b for the whole of k; its 8 warps take
+// contiguous eighths of the k-steps and add their sums in shared memory at the
+// end, in warp order. No partials, no reduce kernel, one block per tile.
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -98,8 +109,19 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const int warp = threadIdx.x >> 5;
   const int g = lane >> 2;
 
-  const int s_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
-  const int n_steps = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
+  // This warp's steps: [s_begin, s_begin + n_steps) of the work list, in which
+  // step s is column group s / L (a tile under kTileSplit), k-step s % L. The
+  // block's A is staged for n_stage steps from stage_begin.
+  int s_begin, n_steps, stage_begin, n_stage;
+  if constexpr (kTileSplit) {
+    stage_begin = blockIdx.x * p.k_steps;
+    n_stage = p.k_steps;
+    s_begin = stage_begin + warp * p.k_steps / kStreamWarps;
+    n_steps = stage_begin + (warp + 1) * p.k_steps / kStreamWarps - s_begin;
+  } else {
+    s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
+    n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
+  }
   const int group_unit_mask = (1 << p.log2_group_units) - 1;
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
@@ -108,7 +130,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Where a step is: column group ng, k-step ks (units 8 ks .. 8 ks + 7).
   int ng = s_begin / p.k_steps;
   int ks = s_begin - ng * p.k_steps;
-  auto tile_of = [&](int ng_) { return ng_ * kGroupTiles + warp; };
+  auto tile_of = [&](int ng_) { return kTileSplit ? ng_ : ng_ * kGroupTiles + warp; };
   auto units_in = [&](int ng_, int ks_) {
     return tile_of(ng_) < p.n_tiles ? min(kStepUnits, p.kt_total - ks_ * kStepUnits) : 0;
   };
@@ -140,7 +162,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     raw_zeros[j] = 0;
   }
 
-  // Stage A for all of this block's steps, one commit group: step i, row
+  // Stage A for all of this block's steps, one commit group: staged step i, row
   // r < M, 16-byte chunk c (8 k) at a_base + i * a_step_bytes +
   // r * kARowBytes + 16 c. Only the M real rows are staged (at M = 1 that is
   // 1/8 of a padded tile, which leaves shared memory to the code ring); the
@@ -157,11 +179,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const T* __restrict__ a = static_cast<const T*>(p.a);
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
-    for (int c = threadIdx.x; c < n_steps * chunks_per_step; c += kStreamThreads) {
+    for (int c = threadIdx.x; c < n_stage * chunks_per_step; c += kStreamThreads) {
       const int i = c / chunks_per_step;
       const int row = (c / kChunksPerRow) % rows;
       const int chunk = c % kChunksPerRow;
-      const int ks_i = (s_begin + i) % p.k_steps;
+      const int ks_i = (stage_begin + i) % p.k_steps;
       const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
       const bool inside = k < p.K;
       cp_async_16(a_base + i * a_step_bytes + row * kARowBytes + chunk * 16,
@@ -181,7 +203,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       ++ng_;
     }
   };
-  int valid = units_in(ng, ks);
+  int valid = n_steps > 0 ? units_in(ng, ks) : 0;
   int ng1 = ng, ks1 = ks;  // step i + 1
   advance(ng1, ks1);
   int valid1 = n_steps > 1 ? units_in(ng1, ks1) : 0;
@@ -278,7 +300,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   };
   // Sums of A per (step, group slot, row), computed once per block below.
-  const uint32_t sums_base = a_base + n_steps * a_step_bytes;
+  const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
     const int t = lane & 3;
 #pragma unroll
@@ -332,7 +354,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // block (every warp of the block shares the k-range).
   {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
-    for (int item = threadIdx.x; item < n_steps * kGroupsPerStep * rows;
+    for (int item = threadIdx.x; item < n_stage * kGroupsPerStep * rows;
          item += kStreamThreads) {
       const int row = item % rows;
       const int slot = (item / rows) % kGroupsPerStep;
@@ -342,7 +364,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
                      slot * kSlotK;
       float sum = 0.f;
       for (int k = 0; k < kSlotK; ++k) sum += to_float<T>(src[k]);
-      *reinterpret_cast<float*>(smem + kRingBytes + kZeroRowBytes + n_steps * a_step_bytes +
+      *reinterpret_cast<float*>(smem + kRingBytes + kZeroRowBytes + n_stage * a_step_bytes +
                                 4 * item) = sum;
     }
     __syncthreads();
@@ -359,7 +381,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // Groups of >= 128 end where the next step starts one or the segment ends.
     const bool next_group_starts = ((ks1 * kStepUnits) & group_unit_mask) == 0;
     const bool segment_ends = i + 1 == n_steps || ng1 != ng;
-    const uint32_t a_step = a_lane + i * a_lane_step;
+    // Where this step's A was staged (under kTileSplit the warps are at
+    // different steps; the block staged all of k).
+    const int i_stage = s_begin + i - stage_begin;
+    const uint32_t a_step = a_lane + i_stage * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
 
     if (valid > 0) {
@@ -399,7 +424,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         }
         if (kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
-          add_sums(i, slot);
+          add_sums(i_stage, slot);
           fold_group(slot);
           // The slot's words are consumed: the next step's group takes it.
           if (valid1 > 0) load_group_words(slot, ng1, ks1);
@@ -414,7 +439,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         cp_async_commit();
       }
       if (kGroupUnits >= kStepUnits) {
-        add_sums(i, 0);
+        add_sums(i_stage, 0);
         fold_group(0);
         if ((segment_ends || next_group_starts) && valid1 > 0) load_group_words(0, ng1, ks1);
       }
@@ -423,7 +448,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
       for (int u = 0; u < kStepUnits; ++u) cp_async_commit();
     }
-    if (segment_ends && valid > 0) {
+    if (!kTileSplit && segment_ends && valid > 0) {
       int slot = 0;
       const int parts = group_parts(ng, &slot);
       flush(ng, parts, slot);
@@ -437,8 +462,40 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
   }
   // The last steps' refills were zero-fills of nothing; let them land before
-  // the block's shared memory is handed to the next block.
+  // the block's shared memory is handed to the next block (or, under
+  // kTileSplit, before this warp's ring takes its sums).
   cp_async_wait<0>();
+  if constexpr (kTileSplit) {
+    // Each warp's 64 x M sums go to its own ring (private: no barrier before
+    // the writes), as [m][column]; then every output adds the eight warps'
+    // values in warp order, so the sum is the same every run.
+    float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
+    const int t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int m = 2 * t + (e & 1) + 8 * mt;
+          if (m < rows) sums[m * 64 + 16 * j + g + 8 * (e >> 1)] = acc[j][mt][e];
+        }
+    __syncthreads();
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+    for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads) {
+      const int m = idx / 64;
+      const int64_t n = static_cast<int64_t>(blockIdx.x) * 64 + idx % 64;
+      float v = 0.f;
+#pragma unroll
+      for (int w = 0; w < kStreamWarps; ++w)
+        v += reinterpret_cast<const float*>(smem + w * (kRingUnits * kUnitBytes))[idx];
+      if (n < p.N) {
+        if (bias != nullptr) v += to_float<T>(bias[n]);
+        out[m * p.N + n] = from_float<T>(v);
+      }
+    }
+  }
 #endif
 }
 
@@ -526,15 +583,24 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // Host side.
 // ---------------------------------------------------------------------------
 
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
+cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+                        cudaStream_t stream) {
+  cudaError_t err =
+      configure_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>>(device);
+  if (err != cudaSuccess) return err;
+  stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>
+      <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
 cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                           cudaStream_t stream) {
-  cudaError_t err =
-      configure_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits>>(device);
+  cudaError_t err = p.tile_split
+                        ? launch_main<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream)
+                        : launch_main<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
   if (err != cudaSuccess) return err;
-  stream_gemm_kernel<T, kZP, kMT, kGroupUnits>
-      <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
-  if ((err = cudaGetLastError()) != cudaSuccess) return err;
   if (p.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
     // chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
@@ -609,6 +675,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.blocks = plan.blocks;
   p.any_cut = plan.any_cut;
   p.reduce_sliced = plan.max_parts > kReduceSerialParts;
+  p.tile_split = plan.tile_split;
   const int smem_bytes = plan.smem_bytes;
   switch (args.dtype) {
     case ActDType::kFloat16:

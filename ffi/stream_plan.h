@@ -57,6 +57,7 @@ struct StreamPlan {
   int blocks;       // B
   int any_cut;      // some column group is cut: the reduce kernel must run
   int max_parts;    // the most blocks sharing one column group
+  int tile_split;   // one block per 64-column tile, its warps splitting k
   int smem_bytes;   // dynamic shared memory per block
 };
 
@@ -68,6 +69,22 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
   }
   return most;
 }
+
+// The tile-split grid (kernel template kTileSplit) runs one block per 64-column
+// tile, so it leaves SMs idle below ~one tile per SM and puts a whole k-range
+// on each SM: it is taken, where a stream-K grid would cut, for shapes with at
+// least kTileSplitMinTiles tiles, at most kTileSplitMaxTilesPerSm per SM (two
+// blocks per SM are resident: more would run in waves) and at most
+// kTileSplitMaxSteps k-steps. The bounds are the H200's measurements (session 3,
+// call 7, M = 1): the tile split won at 64, 96 and 128 tiles with k <= 8192
+// (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192
+// 23.4 -> 21.8) and lost at 16 tiles (4096 x 1024 14.0 -> 15.7) and at
+// k = 14336 (14336 x 4096 20.7 -> 25.4).
+constexpr int kTileSplitMinTiles = 64;
+constexpr int kTileSplitMaxTilesPerSm = 2;
+constexpr int kTileSplitMaxSteps = 64;  // k <= 8192
+// split_k_override value that asks for the tile-split grid where it fits.
+constexpr int kForceTileSplit = -1;
 
 // Chooses B and fills the grid fields of `p`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
@@ -93,6 +110,24 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     const int parts = max_parts(n_groups, L, T, B);
     return parts == 1 || parts <= parts_cap;
   };
+
+  // Tile split: the block stages A for the whole of k, and its warps' sums
+  // (64 x M floats each) reuse their rings.
+  const int64_t n_tiles = args.n_pad / 64;
+  const int64_t tile_split_smem = kRingBytes + kZeroRowBytes + L * step_bytes;
+  const bool tile_split_fits =
+      tile_split_smem <= device.max_shared_bytes_per_block && n_tiles * L <= INT32_MAX / 2;
+  auto plan_tile_split = [&]() {
+    plan->k_steps = static_cast<int>(L);
+    plan->total_steps = static_cast<int>(n_tiles * L);
+    plan->blocks = static_cast<int>(n_tiles);
+    plan->any_cut = 0;
+    plan->max_parts = 1;
+    plan->tile_split = 1;
+    plan->smem_bytes = static_cast<int>(tile_split_smem);
+    return true;
+  };
+  if (split_k_override == kForceTileSplit && tile_split_fits) return plan_tile_split();
 
   int64_t B = 0;
   // Two blocks per SM (the launch bounds' register budget), each with at most
@@ -140,6 +175,11 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->blocks = static_cast<int>(B);
   plan->max_parts = max_parts(n_groups, L, T, B);
   plan->any_cut = plan->max_parts > 1;
+  plan->tile_split = 0;
+  if (split_k_override == 0 && plan->any_cut && tile_split_fits &&
+      n_tiles >= kTileSplitMinTiles && L <= kTileSplitMaxSteps &&
+      n_tiles <= int64_t{kTileSplitMaxTilesPerSm} * std::max(1, device.sm_count))
+    return plan_tile_split();
   return true;
 }
 

@@ -24,7 +24,10 @@ from conftest import (BF16, activations, assert_close, make_case, oracle64, requ
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 HALF = {"f16": np.dtype(np.float16), "bf16": BF16}
-PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", 0), ("dense", 0)]
+# split_k: 0 = the planner's choice; > 0 an aligned split of every column group; -1 the
+# streaming kernel's tile split (a block per 64-column tile, warps splitting k) where
+# it fits (ffi/stream_plan.h kForceTileSplit).
+PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", -1), ("fused", 0), ("dense", 0)]
 
 
 def poison_allocator(nbytes=256 << 20):
@@ -117,9 +120,10 @@ def test_small_m_kernel_every_split(rng, c, dtype):
 
 @pytest.mark.parametrize("M", [1, 16])
 def test_small_m_balanced_grid_crosses_column_groups(rng, M):
-    """8192 x 4096: 512 steps over ~2 blocks per SM, so blocks start and end
+    """4096 x 17408: 272 tiles, too many for the tile split on an H200, so the
+    stream-K grid spreads 1088 steps over ~2 blocks per SM: blocks start and end
     inside column groups and most groups are summed from several partials."""
-    case = make_case(rng, N=8192, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
+    case = make_case(rng, N=17408, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
     a = activations(rng, (M, 4096), np.float16)
     w = case.prepare()
     fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
@@ -128,6 +132,22 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M):
     assert_close(first, oracle64(a, case), np.float16)
     poison_allocator()
     np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16), first.view(np.uint16))
+
+
+@pytest.mark.parametrize("M", [1, 5, 16])
+def test_small_m_tile_split_on_a_projection_shape(rng, M):
+    """4096 x 4096 (64 tiles): the planner's own choice is the tile split (a block per
+    64-column tile, its warps adding in shared memory), reproducible bitwise."""
+    case = make_case(rng, N=4096, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
+    a = activations(rng, (M, 4096), np.float16)
+    b = activations(rng, (4096,), np.float16)
+    w = case.prepare()
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(a, w, b))
+    assert_close(first, oracle64(a, case, b), np.float16)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
 
 
 @pytest.mark.parametrize("bits", [2, 8])
@@ -146,7 +166,7 @@ def test_float32_on_gpu_is_full_precision(rng):
     assert_close(jm.matmul_nbits(jnp.asarray(a), case.prepare()), oracle64(a, case), np.float32)
 
 
-@pytest.mark.parametrize("split_k", [0, 3, 8])
+@pytest.mark.parametrize("split_k", [0, 3, 8, -1])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_split_k_is_bitwise_deterministic(rng, split_k, dtype):
     act = HALF[dtype]

@@ -33,6 +33,8 @@ RING_BYTES = 8 * 16 * 512  # 8 warps x 2 steps x 8 units x 512 bytes
 ZERO_ROW_BYTES = 256
 A_ROW_BYTES = 272
 MAX_PARTS = _shapes.MAX_STREAM_PARTS  # ffi/stream_plan.h kMaxStreamParts
+TILE_SPLIT_MIN_TILES = 64  # ffi/stream_plan.h kTileSplitMinTiles
+TILE_SPLIT_MAX_STEPS = 64  # ffi/stream_plan.h kTileSplitMaxSteps
 
 
 def _cuda_include():
@@ -88,7 +90,7 @@ def _cases(split_k):
         yield device, (M, K, N, block, workspace, *DEVICES[device], split_k)
 
 
-@pytest.mark.parametrize("split_k", [0, 1, 3])
+@pytest.mark.parametrize("split_k", [0, 1, 3, -1])
 def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
     cases = list(_cases(split_k))
     results = planner([c for _, c in cases])
@@ -98,10 +100,22 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         if got is None:
             continue
         planned += 1
-        B, T, L, smem, any_cut, parts = got
+        B, T, L, smem, any_cut, parts, tile_split = got
         n_pad = _layout.n_pad(N)
         k_pad = -(-K // block) * block
-        assert L == -(-k_pad // 128) and T == -(-n_pad // 512) * L, case
+        sums = 4 * max(1, 128 // block)  # one fp32 sum of A per row and group, per step
+        assert L == -(-k_pad // 128), case
+        if tile_split:
+            # One block per 64-column tile over all of k: A for every step staged,
+            # no partials; taken when forced, or when a stream-K grid would cut.
+            n_tiles = n_pad // 64
+            assert B == n_tiles and T == n_tiles * L and not any_cut and parts == 1, (case, got)
+            assert smem == RING_BYTES + ZERO_ROW_BYTES + L * M * (A_ROW_BYTES + sums), (case, got)
+            assert smem <= smem_limit, (case, got)
+            assert split_k == -1 or (split_k == 0 and TILE_SPLIT_MIN_TILES <= n_tiles <= 2 * sms
+                                     and L <= TILE_SPLIT_MAX_STEPS), (case, got)
+            continue
+        assert T == -(-n_pad // 512) * L, case
         assert 1 <= B <= T, case
         model_parts, most_steps = _model_parts(T, L, B)
         assert parts == model_parts and any_cut == (parts > 1), (case, got, model_parts)
@@ -110,11 +124,10 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         assert parts <= MAX_PARTS, (case, got)  # the reduce kernel adds no more
         # The largest block's A steps, the zero row and the ring fit its
         # shared memory, which fits the device.
-        sums = 4 * max(1, 128 // block)  # one fp32 sum of A per row and group, per step
         assert smem == RING_BYTES + ZERO_ROW_BYTES + most_steps * M * (A_ROW_BYTES + sums), (
             case, got)
         assert smem <= smem_limit, (case, got)
-        if split_k:  # an aligned split: every group cut the same way
+        if split_k > 0:  # an aligned split: every group cut the same way
             groups = T // L
             assert B % groups == 0 and 1 <= B // groups <= min(split_k, L), (case, got)
     assert planned > len(cases) // 2
@@ -128,7 +141,10 @@ def test_a_larger_workspace_never_buys_more_partials_than_the_reduce_adds(planne
              for split_k in (0, 200)]
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
-        B, T, L, _, _, parts = got
+        B, T, L, _, _, parts, tile_split = got
+        if tile_split:  # no partials at all
+            assert parts == 1 and B == T // L, (case, got)
+            continue
         assert parts == _model_parts(T, L, B)[0] and 1 < parts <= MAX_PARTS, (case, got)
 
 
@@ -139,8 +155,23 @@ def test_the_issue_shapes_stream_on_the_h200(planner):
               cc, 0) for M in (1, 4, 8, 16) for K, N in SHAPES[:5]]
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
-        B, T = got[0], got[1]
-        assert B >= min(T, sms), (case, got)  # every SM gets work
+        B, T, tile_split = got[0], got[1], got[6]
+        if tile_split:  # one block per tile, chosen only with enough tiles
+            assert B >= TILE_SPLIT_MIN_TILES, (case, got)
+        else:
+            assert B >= min(T, sms), (case, got)  # every SM gets work
+
+
+def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
+    """H200, session 3 call 7 (docs/perf/NOTES.md): the tile split won on 4096 x 4096,
+    4096 x 6144 and 8192 x 8192 at M = 1 and lost on 4096 x 1024 and 14336 x 4096."""
+    sms, smem, cc = DEVICES["h200"]
+    expect = {(4096, 4096): 1, (4096, 6144): 1, (8192, 8192): 1, (4096, 1024): 0,
+              (14336, 4096): 0, (4096, 28672): 0, (8192, 28672): 0}
+    cases = [(1, K, N, 128, _shapes.split_k_workspace_floats(1, _layout.n_pad(N)), sms, smem, cc,
+              0) for K, N in expect]
+    for (K, N), got in zip(expect, planner(cases)):
+        assert got is not None and got[6] == expect[K, N], ((K, N), got)
 
 
 def test_planning_is_fast_even_when_nothing_fits(planner):

@@ -6,7 +6,8 @@
 #   git archive wip/x | tar -x -C .variants/x   (here, per variant; a file
 #   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build)
 #   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT=all \
-#     NCU="--K 8192 --N 28672 --M 1" bash tools/ab_variants.sh
+#     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT=all \
+#     DECODE=" " DECODE_VARIANT=all bash tools/ab_variants.sh
 # Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu.txt; all of
 # them also in $OUT/ab.tar.gz (the device returns only a few files per call).
 set -uo pipefail
@@ -36,6 +37,14 @@ for n in ${TESTS-}; do
 done
 echo "tests done at $(( $(date +%s) - start )) s"
 
+for tool in ${SANITIZE-}; do
+  (cd /tmp && PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" XLA_PYTHON_CLIENT_ALLOCATOR=platform \
+     XLA_FLAGS="--xla_gpu_autotune_level=0" timeout "${SANITIZE_TIMEOUT:-90}" compute-sanitizer \
+     --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
+     python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1;
+   echo "$tool (${SAN_VARIANT:-main}) exit $?"; tail -2 "$OUT/sanitize_$tool.log")
+done
+
 if [ -n "${NCU-}" ]; then
   stalls=""
   for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
@@ -61,6 +70,11 @@ if [ -n "${BENCH-}" ]; then
        $BENCH --csv "$OUT/$n/bench.csv" --plot "$OUT/$n/bench.png" >"$OUT/$n/bench.log" 2>&1;
      grep -E "jax_marlin|tinygemm" "$OUT/$n/bench.log" | grep -v "^#" | tail -40)
   done
+fi
+if [ -n "${DECODE-}" ]; then
+  (cd /tmp && PYTHONPATH="/tmp/v/${DECODE_VARIANT:-main}" timeout "${DECODE_TIMEOUT:-150}" \
+     python3 "$repo/examples/decode.py" $DECODE --out "$OUT/decode.json" >"$OUT/decode.log" 2>&1;
+   tail -6 "$OUT/decode.log")
 fi
 echo "total $(( $(date +%s) - start )) s"
 (cd "$OUT" && tar -czf /tmp/ab.tar.gz --exclude='*.png' . && rm -rf ./* && mv /tmp/ab.tar.gz .)
