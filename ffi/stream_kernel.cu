@@ -466,9 +466,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // kTileSplit, before this warp's ring takes its sums).
   cp_async_wait<0>();
   if constexpr (kTileSplit) {
-    // Each warp's 64 x M sums go to its own ring (private: no barrier before
-    // the writes), as [m][column]; then every output adds the eight warps'
-    // values in warp order, so the sum is the same every run.
+    // Each warp's 64 x M sums go to its own ring (private: no block barrier
+    // before the writes), as [m][column]; then every output adds the eight
+    // warps' values in warp order, so the sum is the same every run. A lane's
+    // sums land on other lanes' ring slots: the warp-wide sync orders every
+    // lane's last copy (waited for above) before any lane's store.
+    __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
     const int t = lane & 3;
 #pragma unroll

@@ -72,21 +72,21 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 
 // The tile-split grid (kernel template kTileSplit) runs one block per 64-column
 // tile, so it leaves SMs idle below ~one tile per SM and puts a whole k-range
-// on each SM: it is taken, where a stream-K grid would cut, for shapes with at
-// least kTileSplitMinTiles tiles, at most kTileSplitMaxTilesPerSm per SM (two
-// blocks per SM are resident: more would run in waves) and at most
-// kTileSplitMaxSteps k-steps. The bounds are the H200's measurements (session 3,
-// call 7, M = 1): the tile split won at 64, 96 and 128 tiles with k <= 8192
-// (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192
+// on each SM: it is taken, where a stream-K grid would cut, for shapes with
+// kTileSplitMinTiles to one-per-SM tiles and kTileSplitMinSteps to
+// kTileSplitMaxSteps k-steps. The bounds are the H200's measurements (session
+// 3, call 7, M = 1): the tile split won at 64, 96 and 128 tiles with k = 4096
+// and 8192 (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192
 // 23.4 -> 21.8) and lost at 16 tiles (4096 x 1024 14.0 -> 15.7) and at
-// k = 14336 (14336 x 4096 20.7 -> 25.4).
+// k = 14336 (14336 x 4096 20.7 -> 25.4). More tiles than SMs (two blocks per
+// SM, if their shared memory fits, else waves) and shorter k were not measured.
 constexpr int kTileSplitMinTiles = 64;
-constexpr int kTileSplitMaxTilesPerSm = 2;
+constexpr int kTileSplitMinSteps = 32;  // k >= 4096 (and every warp has steps)
 constexpr int kTileSplitMaxSteps = 64;  // k <= 8192
 // split_k_override value that asks for the tile-split grid where it fits.
 constexpr int kForceTileSplit = -1;
 
-// Chooses B and fills the grid fields of `p`; false if nothing fits (the
+// Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
 // is tested at most once and a hopeless shape is given up on at once.
 bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split_k_override,
@@ -111,6 +111,9 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     return parts == 1 || parts <= parts_cap;
   };
 
+  // Shared memory per block when two blocks share an SM.
+  const int64_t two_block_smem_cap = std::min<int64_t>(
+      device.max_shared_bytes_per_block, (device.max_shared_bytes_per_block + 1024) / 2 - 1024);
   // Tile split: the block stages A for the whole of k, and its warps' sums
   // (64 x M floats each) reuse their rings.
   const int64_t n_tiles = args.n_pad / 64;
@@ -134,10 +137,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // half the SM's shared memory (~1 KB per block is the driver's); where that
   // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
   for (int per_sm = 2; per_sm >= 1 && B == 0; --per_sm) {
-    const int64_t smem_cap =
-        per_sm == 2 ? std::min<int64_t>(device.max_shared_bytes_per_block,
-                                        (device.max_shared_bytes_per_block + 1024) / 2 - 1024)
-                    : device.max_shared_bytes_per_block;
+    const int64_t smem_cap = per_sm == 2 ? two_block_smem_cap : device.max_shared_bytes_per_block;
     const int64_t steps_cap = (smem_cap - kRingBytes - kZeroRowBytes) / step_bytes;
     if (steps_cap < 1) continue;
     const int64_t fewest = ceil_div(T, steps_cap);  // fewer blocks: too many A steps each
@@ -177,8 +177,8 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->any_cut = plan->max_parts > 1;
   plan->tile_split = 0;
   if (split_k_override == 0 && plan->any_cut && tile_split_fits &&
-      n_tiles >= kTileSplitMinTiles && L <= kTileSplitMaxSteps &&
-      n_tiles <= int64_t{kTileSplitMaxTilesPerSm} * std::max(1, device.sm_count))
+      n_tiles >= kTileSplitMinTiles && n_tiles <= std::max(1, device.sm_count) &&
+      L >= kTileSplitMinSteps && L <= kTileSplitMaxSteps)
     return plan_tile_split();
   return true;
 }

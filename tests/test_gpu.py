@@ -136,8 +136,10 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M):
 
 @pytest.mark.parametrize("M", [1, 5, 16])
 def test_small_m_tile_split_on_a_projection_shape(rng, M):
-    """4096 x 4096 (64 tiles): the planner's own choice is the tile split (a block per
-    64-column tile, its warps adding in shared memory), reproducible bitwise."""
+    """4096 x 4096 (64 tiles) through the planner's own choice, which on an H200 is the
+    tile split (a block per 64-column tile, its warps adding in shared memory;
+    tests/test_stream_plan.py checks that choice on the host): right and bitwise
+    reproducible. Every other case forces it too (split_k = -1 in PATHS)."""
     case = make_case(rng, N=4096, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
     a = activations(rng, (M, 4096), np.float16)
     b = activations(rng, (4096,), np.float16)

@@ -1,8 +1,8 @@
 // Runs the streaming kernel's grid planner (ffi/stream_plan.h) on the host.
 // stdin: one case per line, "M K N group workspace_elems sm_count
 // max_smem_per_block compute_capability split_k". stdout: one line per case,
-// "B T L smem any_cut max_parts tile_split" or "declined" (max_parts is
-// recomputed from the partition, 1 for a tile split). tests/test_stream_plan.py checks the
+// "B T L smem any_cut max_parts tile_split" or "declined" (max_parts as the
+// plan states it: the test recomputes it from the partition). tests/test_stream_plan.py checks the
 // answers against an independent model of the partition.
 #include <cstdio>
 
@@ -27,13 +27,8 @@ int main() {
                                           static_cast<int>(cc)};
     jax_marlin::StreamPlan plan{};
     if (jax_marlin::plan_grid(args, device, static_cast<int>(split_k), &plan)) {
-      const int64_t groups = plan.total_steps / plan.k_steps;
       std::printf("%d %d %d %d %d %d %d\n", plan.blocks, plan.total_steps, plan.k_steps,
-                  plan.smem_bytes, plan.any_cut,
-                  plan.tile_split ? 1
-                                  : jax_marlin::max_parts(groups, plan.k_steps, plan.total_steps,
-                                                          plan.blocks),
-                  plan.tile_split);
+                  plan.smem_bytes, plan.any_cut, plan.max_parts, plan.tile_split);
     } else {
       std::printf("declined\n");
     }
