@@ -13,7 +13,8 @@
 //    fits: word j of a lane holds columns 16j + g and 16j + 8 + g at k = 2t,
 //    2t+1, 2t+8, 2t+9, which are exactly A-fragment rows g and g + 8.
 // 2. Every warp streams its own codes: a private shared-memory ring of
-//    kRingSteps = 2 steps (16 units, 8 KB per warp, 128 KB in flight per SM)
+//    kRingSteps = 2 steps (16 units, 8 KB per warp: 128 KB in flight on an SM
+//    with two blocks, the stream-K grid; 64 KB under the tile split's one)
 //    filled by cp.async, one commit group per unit, so unit u of step i + 2
 //    is in flight while unit u of step i is consumed. No barrier and no
 //    shared stage between warps: they drift freely and hide each other's
