@@ -386,6 +386,15 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// out[m, n] = T(v + bias[n]), bias optional: the one rounding of every
+// output that is not written in pairs. The caller checks n < N.
+template <typename T>
+__device__ __forceinline__ void store_with_bias(T* out, const T* bias, int64_t m, int64_t n,
+                                                int64_t N, float v) {
+  if (bias != nullptr) v += to_float<T>(bias[n]);
+  out[m * N + n] = from_float<T>(v);
+}
+
 // Writes columns n, n+1 of row `row` (both may be >= N: guarded). When N is
 // even, n is even and every row starts 4-byte aligned, so the pair is one store.
 template <typename T>

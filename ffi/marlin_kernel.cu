@@ -428,8 +428,7 @@ __global__ void __launch_bounds__(256)
     const float* src = workspace + m * n_pad + n;
     float sum = src[0];
     for (int s = 1; s < splits; ++s) sum += src[s * split_stride];
-    if (bias != nullptr) sum += to_float<T>(bias[n]);
-    out[idx] = from_float<T>(sum);
+    store_with_bias(out, bias, m, n, N, sum);
   }
 }
 

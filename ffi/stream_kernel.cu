@@ -249,35 +249,36 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     return owner_block(s0 + p.k_steps - 1, p.total_steps, p.blocks) - first + 1;
   };
 
-  // Writes this warp's 64 columns of column group ng_: straight to out when
-  // the group lies in one block, else as fp32 partial `slot` for the reduce.
-  // C fragment element e of tile (j, mt): column 16 j + g + 8 (e >> 1), row
-  // 2 t + (e & 1) + 8 mt.
-  auto flush = [&](int ng_, int parts, int slot) {
+  T* out = static_cast<T*>(p.out);
+  const T* bias = static_cast<const T*>(p.bias);
+  // Calls f(acc element, its row m, its column within the warp's 64) for
+  // every accumulator of the lane: C fragment element e of tile (j, mt) is
+  // column 16 j + g + 8 (e >> 1), row 2 t + (e & 1) + 8 mt.
+  auto for_each_output = [&](auto&& f) {
     const int t = lane & 3;
-    const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int64_t n = n0 + 16 * j + 8 * (e >> 1);
-          const int64_t m = 2 * t + (e & 1) + 8 * mt;
-          if (m >= p.M) continue;
-          if (parts == 1) {
-            if (n < p.N) {
-              float v = acc[j][mt][e];
-              if (bias != nullptr) v += to_float<T>(bias[n]);
-              out[m * p.N + n] = from_float<T>(v);
-            }
-          } else {
-            p.workspace[(slot * p.M + m) * p.n_pad + n] = acc[j][mt][e];
-          }
-          acc[j][mt][e] = 0.f;
-        }
+        for (int e = 0; e < 4; ++e)
+          f(acc[j][mt][e], 2 * t + (e & 1) + 8 * mt, 16 * j + g + 8 * (e >> 1));
+  };
+
+  // Writes this warp's 64 columns of column group ng_: straight to out when
+  // the group lies in one block, else as fp32 partial `slot` for the reduce.
+  auto flush = [&](int ng_, int parts, int slot) {
+    const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64;
+    for_each_output([&](float& v, int m, int column) {
+      const int64_t n = n0 + column;
+      if (m < p.M) {
+        if (parts != 1)
+          p.workspace[(slot * p.M + m) * p.n_pad + n] = v;
+        else if (n < p.N)
+          store_with_bias(out, bias, m, n, p.N, v);
+      }
+      v = 0.f;
+    });
   };
 
   // The tensor cores take (magic + c), exact, for every weight, and the
@@ -474,19 +475,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // lane's last copy (waited for above) before any lane's store.
     __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
-    const int t = lane & 3;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int m = 2 * t + (e & 1) + 8 * mt;
-          if (m < rows) sums[m * 64 + 16 * j + g + 8 * (e >> 1)] = acc[j][mt][e];
-        }
+    for_each_output([&](float& v, int m, int column) {
+      if (m < rows) sums[m * 64 + column] = v;
+    });
     __syncthreads();
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
     for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads) {
       const int m = idx / 64;
       const int64_t n = static_cast<int64_t>(blockIdx.x) * 64 + idx % 64;
@@ -494,10 +486,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
       for (int w = 0; w < kStreamWarps; ++w)
         v += reinterpret_cast<const float*>(smem + w * (kRingUnits * kUnitBytes))[idx];
-      if (n < p.N) {
-        if (bias != nullptr) v += to_float<T>(bias[n]);
-        out[m * p.N + n] = from_float<T>(v);
-      }
+      if (n < p.N) store_with_bias(out, bias, m, n, p.N, v);
     }
   }
 #endif
@@ -577,10 +566,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 #pragma unroll
     for (int s = 0; s < kReduceSlices; ++s) sum += slice_sums[s][lane];
   }
-  if (n < p.N) {
-    if (bias != nullptr) sum += to_float<T>(bias[n]);
-    out[m * p.N + n] = from_float<T>(sum);
-  }
+  if (n < p.N) store_with_bias(out, bias, m, n, p.N, sum);
 }
 
 // ---------------------------------------------------------------------------
