@@ -14,6 +14,7 @@ set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 repo="$(pwd)"
+source "$repo/tools/gpu_probes.sh"
 start=$(date +%s)
 names=$(ls .variants)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
@@ -38,30 +39,15 @@ done
 echo "tests done at $(( $(date +%s) - start )) s"
 
 for tool in ${SANITIZE-}; do
-  (cd /tmp && PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" XLA_PYTHON_CLIENT_ALLOCATOR=platform \
-     XLA_FLAGS="--xla_gpu_autotune_level=0" timeout "${SANITIZE_TIMEOUT:-90}" compute-sanitizer \
-     --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
-     python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1;
-   echo "$tool (${SAN_VARIANT:-main}) exit $?"; tail -2 "$OUT/sanitize_$tool.log")
+  echo "$tool on ${SAN_VARIANT:-main}:"
+  PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
+    "$OUT/sanitize_$tool.log"
 done
 
-if [ -n "${NCU-}" ]; then
-  stalls=""
-  for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
-      not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
-    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
-  done
-  for shape in "$NCU" ${NCU2:+"$NCU2"}; do
-    (cd /tmp && PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" timeout "${NCU_TIMEOUT:-90}" ncu \
-      --kernel-name regex:stream --launch-skip 6 --launch-count 2 --clock-control none \
-      --metrics "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,\
-smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-sm__warps_active.avg.per_cycle_active,launch__registers_per_thread$stalls" \
-      python3 "$repo/tools/profile_one.py" $shape >>"$OUT/ncu.txt" 2>&1)
-  done
-  grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
-    "$OUT/ncu.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
-fi
+for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
+  echo "== ncu $shape on ${NCU_VARIANT:-main}"
+  PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" run_ncu "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu.txt"
+done
 
 if [ -n "${BENCH-}" ]; then
   for n in $names; do

@@ -19,6 +19,7 @@ OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 repo="$(pwd)"
 headers="${FFI_HEADERS:-.ffi/include}"
+source "$repo/tools/gpu_probes.sh"
 start=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 
@@ -40,13 +41,7 @@ echo "tests done at $(( $(date +%s) - start )) s"
 if [ -n "${SANITIZE-}" ]; then
   echo "== compute-sanitizer ($SANITIZE) on ragged shapes"
   for tool in $SANITIZE; do
-    # No autotuning: under racecheck XLA's autotuner compiles and runs every
-    # candidate GEMM fusion instrumented, which took minutes and crashed the
-    # sanitizer once (session 3); the sweep's oracle needs no fast GEMM.
-    (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout "${SANITIZE_TIMEOUT:-60}" \
-      compute-sanitizer --tool "$tool" --kernel-name kns=marlin --error-exitcode 3 \
-      python3 "$repo/tools/sanitize_sweep.py" >"$OUT/sanitize_$tool.log" 2>&1; \
-      echo "$tool exit $?"; tail -4 "$OUT/sanitize_$tool.log")
+    run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-60}" "$OUT/sanitize_$tool.log"
   done
 fi
 
@@ -61,18 +56,7 @@ fi
 
 for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
   echo "== ncu $shape"
-  stalls=""
-  for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
-      not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
-    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
-  done
-  (cd /tmp && timeout "${NCU_TIMEOUT:-120}" ncu --kernel-name regex:stream --launch-skip 6 \
-    --launch-count 2 --clock-control none --metrics "gpu__time_duration.sum,\
-dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
-smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active$stalls" \
-    python3 "$repo/tools/profile_one.py" $shape >>"$OUT/ncu.txt" 2>&1; \
-    grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|stalled" \
-      "$OUT/ncu.txt" | tail -40 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
+  run_ncu "$shape" "${NCU_TIMEOUT:-120}" "$OUT/ncu.txt"
 done
 
 if [ -n "${BENCH-}" ]; then

@@ -1,0 +1,35 @@
+# Sourced by tools/device_check.sh and tools/ab_variants.sh: the two GPU probes
+# both run, in one place. Each runs in /tmp (so the installed package is the
+# one imported; set PYTHONPATH to pick a variant) and appends to its log.
+repo="${repo:-$(pwd)}"
+
+# compute-sanitizer TOOL over the ragged sweep (tools/sanitize_sweep.py).
+# No autotuning: under racecheck XLA's autotuner compiles and runs every
+# candidate GEMM fusion instrumented, which took minutes and crashed the
+# sanitizer once (session 3); the sweep's oracle needs no fast GEMM.
+run_sanitizer() {  # tool timeout_s log
+  (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform \
+     XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout "$2" \
+     compute-sanitizer --tool "$1" --kernel-name kns=marlin --error-exitcode 3 \
+     python3 "$repo/tools/sanitize_sweep.py" >"$3" 2>&1
+   echo "$1 exit $?"; tail -2 "$3")
+}
+
+# Nsight Compute on the streaming kernels of one GEMM (tools/profile_one.py
+# arguments): duration, DRAM throughput, issue rate, registers and the stall
+# reasons per issued instruction.
+run_ncu() {  # "profile_one args" timeout_s log
+  local stalls="" r
+  for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
+      not_selected selected dispatch_stall no_instruction branch_resolving barrier membar; do
+    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+  done
+  # shellcheck disable=SC2086  # the shape arguments are split on purpose
+  (cd /tmp && timeout "$2" ncu --kernel-name regex:stream --launch-skip 6 --launch-count 2 \
+     --clock-control none --metrics "gpu__time_duration.sum,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,\
+launch__registers_per_thread$stalls" python3 "$repo/tools/profile_one.py" $1 >>"$3" 2>&1
+   grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
+     "$3" | tail -44 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
+}
