@@ -377,6 +377,15 @@ template <>
 __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
+// The two elements of a 32-bit word of T (low half first), added in fp32.
+template <typename T>
+__device__ __forceinline__ float pair_sum(uint32_t word) {
+  T lo, hi;
+  const uint16_t lo_bits = static_cast<uint16_t>(word), hi_bits = static_cast<uint16_t>(word >> 16);
+  memcpy(&lo, &lo_bits, 2);
+  memcpy(&hi, &hi_bits, 2);
+  return to_float<T>(lo) + to_float<T>(hi);
+}
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>

@@ -352,22 +352,38 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // thread's A chunks have landed; the barrier makes everyone's visible.
   cp_async_wait<kRingUnits>();
   __syncthreads();
-  // Each group's sum of activations per row, in fp32, in k order, once per
-  // block (every warp of the block shares the k-range).
+  // Each group's sum of activations per row, in fp32, once per block (every
+  // warp of the block shares the k-range). A sum is kSlotK elements: each of
+  // kSumLanes lanes adds one 16-byte chunk of 8, and a shuffle tree adds the
+  // lanes, so the block spends a few hundred cycles here rather than the
+  // ~kSlotK dependent adds of one thread per sum (the stall before the first
+  // step, ~1 us at M = 1). The tree is fixed: the same sums every run.
   {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
-    for (int item = threadIdx.x; item < n_stage * kGroupsPerStep * rows;
-         item += kStreamThreads) {
+    constexpr int kSumLanes = kSlotK / 8;  // 16, 8 or 4: a power of two <= 32
+    constexpr int kItemsPerPass = kStreamThreads / kSumLanes;
+    const int n_items = n_stage * kGroupsPerStep * rows;
+    const int chunk = threadIdx.x % kSumLanes;
+    for (int base = 0; base < n_items; base += kItemsPerPass) {
+      const int item = base + threadIdx.x / kSumLanes;
       const int row = item % rows;
       const int slot = (item / rows) % kGroupsPerStep;
       const int i = item / (rows * kGroupsPerStep);
-      const T* src = reinterpret_cast<const T*>(smem + kRingBytes + kZeroRowBytes +
-                                                i * a_step_bytes + row * kARowBytes) +
-                     slot * kSlotK;
       float sum = 0.f;
-      for (int k = 0; k < kSlotK; ++k) sum += to_float<T>(src[k]);
-      *reinterpret_cast<float*>(smem + kRingBytes + kZeroRowBytes + n_stage * a_step_bytes +
-                                4 * item) = sum;
+      if (item < n_items) {
+        const uint4 v = *reinterpret_cast<const uint4*>(
+            smem + kRingBytes + kZeroRowBytes + i * a_step_bytes + row * kARowBytes +
+            2 * (slot * kSlotK + 8 * chunk));
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int h = 0; h < 4; ++h) sum += pair_sum<T>(w[h]);
+      }
+#pragma unroll
+      for (int width = kSumLanes / 2; width >= 1; width /= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, width);
+      if (item < n_items && chunk == 0)
+        *reinterpret_cast<float*>(smem + kRingBytes + kZeroRowBytes + n_stage * a_step_bytes +
+                                  4 * item) = sum;
     }
     __syncthreads();
   }
