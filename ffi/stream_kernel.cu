@@ -42,6 +42,7 @@
 
 #include "stream_kernel.h"
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -72,7 +73,7 @@ struct StreamParams {
   int blocks;            // B
   int any_cut;           // some column group is cut: the reduce kernel must run
   int reduce_sliced;     // the reduce kernel gives each output 8 threads
-  int tile_split;        // one block per 64-column tile, warps splitting k
+  int tile_split;        // C > 0 blocks per 64-column tile, warps splitting k; 0: stream-K
 };
 
 // 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
@@ -91,9 +92,13 @@ __device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src
 // kTileSplit: the grid for shapes with few column groups (a 4096-column
 // projection has 8 of them for 264 block slots, so stream-K cuts every group
 // ~32 ways and the reduce kernel plus its launch cost more than the stream).
-// Block b owns 64-column tile b for the whole of k; its 8 warps take
-// contiguous eighths of the k-steps and add their sums in shared memory at the
-// end, in warp order. No partials, no reduce kernel, one block per tile.
+// A cluster of C = p.tile_split consecutive blocks owns one 64-column tile;
+// block rank r takes the r-th of C contiguous parts of its k-steps and its 8
+// warps contiguous eighths of those. The warps add their sums in shared
+// memory, in warp order; with C > 1 (sm_90 only) the blocks then add theirs
+// through distributed shared memory, in rank order. No partials in global
+// memory, no reduce kernel, and C blocks per tile so that 64 tiles still fill
+// the SMs (one block per tile left half of them idle).
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
@@ -115,10 +120,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // block's A is staged for n_stage steps from stage_begin.
   int s_begin, n_steps, stage_begin, n_stage;
   if constexpr (kTileSplit) {
-    stage_begin = blockIdx.x * p.k_steps;
-    n_stage = p.k_steps;
-    s_begin = stage_begin + warp * p.k_steps / kStreamWarps;
-    n_steps = stage_begin + (warp + 1) * p.k_steps / kStreamWarps - s_begin;
+    const int tile = blockIdx.x / p.tile_split, rank = blockIdx.x % p.tile_split;
+    const int k_begin = rank * p.k_steps / p.tile_split;
+    stage_begin = tile * p.k_steps + k_begin;
+    n_stage = (rank + 1) * p.k_steps / p.tile_split - k_begin;
+    s_begin = stage_begin + warp * n_stage / kStreamWarps;
+    n_steps = stage_begin + (warp + 1) * n_stage / kStreamWarps - s_begin;
   } else {
     s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
     n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
@@ -495,14 +502,47 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       if (m < rows) sums[m * 64 + column] = v;
     });
     __syncthreads();
-    for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads) {
-      const int m = idx / 64;
-      const int64_t n = static_cast<int64_t>(blockIdx.x) * 64 + idx % 64;
+    const int tile = blockIdx.x / p.tile_split;
+    auto warp_total = [&](int idx) {
       float v = 0.f;
 #pragma unroll
       for (int w = 0; w < kStreamWarps; ++w)
         v += reinterpret_cast<const float*>(smem + w * (kRingUnits * kUnitBytes))[idx];
-      if (n < p.N) store_with_bias(out, bias, m, n, p.N, v);
+      return v;
+    };
+    auto store = [&](int idx, float v) {
+      const int64_t n = static_cast<int64_t>(tile) * 64 + idx % 64;
+      if (n < p.N) store_with_bias(out, bias, idx / 64, n, p.N, v);
+    };
+    if (p.tile_split == 1) {
+      for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads)
+        store(idx, warp_total(idx));
+    } else {
+#if __CUDA_ARCH__ >= 900
+      // The block's total goes to the upper half of warp 0's ring (the warps'
+      // sums fill at most 16 x 64 floats, the lower half), at the same offset
+      // in every block of the cluster. Block rank r then writes the r-th of C
+      // slices of the tile's outputs, adding the C blocks' totals in rank
+      // order. The cluster barriers (release/acquire) make the totals visible
+      // across the cluster, and keep every block's shared memory alive until
+      // the last remote read of it.
+      constexpr int kTotalsOffset = kRingUnits * kUnitBytes / 2;
+      static_assert(kStreamMaxM * 64 * 4 <= kTotalsOffset, "warp sums overlap the block totals");
+      float* totals = reinterpret_cast<float*>(smem + kTotalsOffset);
+      for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads)
+        totals[idx] = warp_total(idx);
+      cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+      cluster.sync();
+      const int rank = blockIdx.x % p.tile_split;
+      const int begin = rank * rows * 64 / p.tile_split;
+      const int end = (rank + 1) * rows * 64 / p.tile_split;
+      for (int idx = begin + threadIdx.x; idx < end; idx += kStreamThreads) {
+        float v = 0.f;
+        for (int c = 0; c < p.tile_split; ++c) v += cluster.map_shared_rank(totals, c)[idx];
+        store(idx, v);
+      }
+      cluster.sync();
+#endif
     }
   }
 #endif
@@ -592,11 +632,27 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
 cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                         cudaStream_t stream) {
-  cudaError_t err =
-      configure_shared_memory<stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>>(device);
+  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>;
+  cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
-  stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>
-      <<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
+  if (p.tile_split > 1) {
+    // A tile's blocks run as one thread-block cluster (sm_90): consecutive
+    // blocks, co-scheduled on one GPC, sharing their shared memory.
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(p.tile_split);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(p.blocks));
+    config.blockDim = dim3(kStreamThreads);
+    config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+  }
+  kernel<<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
   return cudaGetLastError();
 }
 

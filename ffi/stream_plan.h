@@ -57,7 +57,7 @@ struct StreamPlan {
   int blocks;       // B
   int any_cut;      // some column group is cut: the reduce kernel must run
   int max_parts;    // the most blocks sharing one column group
-  int tile_split;   // one block per 64-column tile, its warps splitting k
+  int tile_split;   // C > 0: C blocks (a cluster) per 64-column tile, splitting k; 0: stream-K
   int smem_bytes;   // dynamic shared memory per block
 };
 
@@ -70,21 +70,26 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
   return most;
 }
 
-// The tile-split grid (kernel template kTileSplit) runs one block per 64-column
-// tile, so it leaves SMs idle below ~one tile per SM and puts a whole k-range
-// on each SM: it is taken, where a stream-K grid would cut, for shapes with
-// kTileSplitMinTiles to one-per-SM tiles and kTileSplitMinSteps to
-// kTileSplitMaxSteps k-steps. The bounds are the H200's measurements (session
-// 3, call 7, M = 1): the tile split won at 64, 96 and 128 tiles with k = 4096
-// and 8192 (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192
-// 23.4 -> 21.8) and lost at 16 tiles (4096 x 1024 14.0 -> 15.7) and at
-// k = 14336 (14336 x 4096 20.7 -> 25.4). More tiles than SMs (two blocks per
-// SM, if their shared memory fits, else waves) and shorter k were not measured.
-constexpr int kTileSplitMinTiles = 64;
-constexpr int kTileSplitMinSteps = 32;  // k >= 4096 (and every warp has steps)
-constexpr int kTileSplitMaxSteps = 64;  // k <= 8192
-// split_k_override value that asks for the tile-split grid where it fits.
-constexpr int kForceTileSplit = -1;
+// The tile-split grid (kernel template kTileSplit) gives each 64-column tile
+// C blocks, a thread-block cluster on sm_90 (C = 1 elsewhere), that split its
+// k-steps and add their sums on chip: no partials, no reduce kernel. C is the
+// largest power of two up to kTileSplitMaxCluster for which the grid fits the
+// resident block slots (one wave) and every warp has a step. It is taken, where
+// a stream-K grid would cut, when the grid has at least kTileSplitMinBlocks
+// blocks and each block at most kTileSplitMaxSteps steps. Session 3, call 7
+// (H200, M = 1, C = 1): one block per tile won at 64, 96 and 128 tiles with
+// k = 4096 and 8192 (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6,
+// 8192 x 8192 23.4 -> 21.8), lost at 16 tiles (4096 x 1024 14.0 -> 15.7) and
+// at 112 steps per block (14336 x 4096 20.7 -> 25.4).
+#ifndef JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER
+#define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER 8
+#endif
+constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;  // portable cluster size
+constexpr int kTileSplitMinBlocks = 64;
+constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
+// split_k_override = -C asks for the tile-split grid with C blocks per tile
+// where it fits (-1: one block per tile).
+constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
 
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
@@ -114,23 +119,31 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // Shared memory per block when two blocks share an SM.
   const int64_t two_block_smem_cap = std::min<int64_t>(
       device.max_shared_bytes_per_block, (device.max_shared_bytes_per_block + 1024) / 2 - 1024);
-  // Tile split: the block stages A for the whole of k, and its warps' sums
-  // (64 x M floats each) reuse their rings.
+  // Tile split: a block stages A for its part of k, and its warps' sums
+  // (64 x M floats each) and the block's total reuse the rings.
   const int64_t n_tiles = args.n_pad / 64;
-  const int64_t tile_split_smem = kRingBytes + kZeroRowBytes + L * step_bytes;
-  const bool tile_split_fits =
-      tile_split_smem <= device.max_shared_bytes_per_block && n_tiles * L <= INT32_MAX / 2;
-  auto plan_tile_split = [&]() {
+  auto tile_split_smem = [&](int64_t C) {
+    return kRingBytes + kZeroRowBytes + ceil_div(L, C) * step_bytes;
+  };
+  // Whether C blocks per tile can run: clusters need sm_90, and every block
+  // needs a step of k and its shared memory.
+  auto tile_split_fits = [&](int64_t C) {
+    return (C == 1 || (C <= 8 && device.compute_capability >= 90)) && C <= L &&
+           tile_split_smem(C) <= device.max_shared_bytes_per_block &&
+           n_tiles * C <= INT32_MAX / 2 && n_tiles * L <= INT32_MAX / 2;
+  };
+  auto plan_tile_split = [&](int64_t C) {
     plan->k_steps = static_cast<int>(L);
     plan->total_steps = static_cast<int>(n_tiles * L);
-    plan->blocks = static_cast<int>(n_tiles);
+    plan->blocks = static_cast<int>(n_tiles * C);
     plan->any_cut = 0;
     plan->max_parts = 1;
-    plan->tile_split = 1;
-    plan->smem_bytes = static_cast<int>(tile_split_smem);
+    plan->tile_split = static_cast<int>(C);
+    plan->smem_bytes = static_cast<int>(tile_split_smem(C));
     return true;
   };
-  if (split_k_override == kForceTileSplit && tile_split_fits) return plan_tile_split();
+  if (is_forced_tile_split(split_k_override) && tile_split_fits(-int64_t{split_k_override}))
+    return plan_tile_split(-int64_t{split_k_override});
 
   int64_t B = 0;
   // Two blocks per SM (the launch bounds' register budget), each with at most
@@ -176,10 +189,17 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->max_parts = max_parts(n_groups, L, T, B);
   plan->any_cut = plan->max_parts > 1;
   plan->tile_split = 0;
-  if (split_k_override == 0 && plan->any_cut && tile_split_fits &&
-      n_tiles >= kTileSplitMinTiles && n_tiles <= std::max(1, device.sm_count) &&
-      L >= kTileSplitMinSteps && L <= kTileSplitMaxSteps)
-    return plan_tile_split();
+  if (split_k_override == 0 && plan->any_cut) {
+    for (int64_t C = kTileSplitMaxCluster; C >= 1; C /= 2) {
+      const int per_sm = tile_split_smem(C) <= two_block_smem_cap ? 2 : 1;
+      if (!tile_split_fits(C) || n_tiles * C > int64_t{std::max(1, device.sm_count)} * per_sm ||
+          L / C < kStreamWarps)
+        continue;
+      if (n_tiles * C >= kTileSplitMinBlocks && ceil_div(L, C) <= kTileSplitMaxSteps)
+        return plan_tile_split(C);
+      break;
+    }
+  }
   return true;
 }
 

@@ -24,10 +24,12 @@ from conftest import (BF16, activations, assert_close, make_case, oracle64, requ
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 HALF = {"f16": np.dtype(np.float16), "bf16": BF16}
-# split_k: 0 = the planner's choice; > 0 an aligned split of every column group; -1 the
-# streaming kernel's tile split (a block per 64-column tile, warps splitting k) where
-# it fits (ffi/stream_plan.h kForceTileSplit).
-PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", -1), ("fused", 0), ("dense", 0)]
+# split_k: 0 = the planner's choice; > 0 an aligned split of every column group; -C the
+# streaming kernel's tile split with C blocks per 64-column tile (a thread-block
+# cluster adding through distributed shared memory when C > 1, sm_90), where it fits
+# (ffi/stream_plan.h is_forced_tile_split).
+PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", -1), ("fused", -4), ("fused", 0),
+         ("dense", 0)]
 
 
 def poison_allocator(nbytes=256 << 20):
@@ -137,14 +139,32 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M):
 @pytest.mark.parametrize("M", [1, 5, 16])
 def test_small_m_tile_split_on_a_projection_shape(rng, M):
     """4096 x 4096 (64 tiles) through the planner's own choice, which on an H200 is the
-    tile split (a block per 64-column tile, its warps adding in shared memory;
-    tests/test_stream_plan.py checks that choice on the host): right and bitwise
-    reproducible. Every other case forces it too (split_k = -1 in PATHS)."""
+    tile split with clusters of 4 blocks per tile (tests/test_stream_plan.py checks that
+    choice on the host): right and bitwise reproducible. Every other case forces one
+    and four blocks per tile too (split_k = -1, -4 in PATHS)."""
     case = make_case(rng, N=4096, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
     a = activations(rng, (M, 4096), np.float16)
     b = activations(rng, (4096,), np.float16)
     w = case.prepare()
     fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(a, w, b))
+    assert_close(first, oracle64(a, case, b), np.float16)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
+
+
+@pytest.mark.parametrize("blocks_per_tile", [2, 3, 8])
+@pytest.mark.parametrize("M", [1, 11])
+def test_cluster_tile_split_sizes(rng, M, blocks_per_tile):
+    """Every cluster size the tile split may use (and an odd one), on a ragged shape
+    whose k-steps (K = 2000: 16 steps) do not divide evenly between the blocks: some
+    warps get no step at C = 3 and 8. Right, and bitwise reproducible."""
+    case = make_case(rng, N=1000, K=2000, block_size=64, zp="packed", scale_dtype=np.float16)
+    a = activations(rng, (M, 2000), np.float16)
+    b = activations(rng, (1000,), np.float16)
+    w = case.prepare()
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=-blocks_per_tile))
     poison_allocator()
     first = np.asarray(fn(a, w, b))
     assert_close(first, oracle64(a, case, b), np.float16)
@@ -168,7 +188,7 @@ def test_float32_on_gpu_is_full_precision(rng):
     assert_close(jm.matmul_nbits(jnp.asarray(a), case.prepare()), oracle64(a, case), np.float32)
 
 
-@pytest.mark.parametrize("split_k", [0, 3, 8, -1])
+@pytest.mark.parametrize("split_k", [0, 3, 8, -1, -4])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_split_k_is_bitwise_deterministic(rng, split_k, dtype):
     act = HALF[dtype]

@@ -42,9 +42,9 @@ def _plan_constant(name):
 
 
 MAX_PARTS = _plan_constant("kMaxStreamParts")
-TILE_SPLIT_MIN_TILES = _plan_constant("kTileSplitMinTiles")
-TILE_SPLIT_MIN_STEPS = _plan_constant("kTileSplitMinSteps")
+TILE_SPLIT_MIN_BLOCKS = _plan_constant("kTileSplitMinBlocks")
 TILE_SPLIT_MAX_STEPS = _plan_constant("kTileSplitMaxSteps")
+WARPS = 8
 
 
 def _cuda_include():
@@ -100,7 +100,16 @@ def _cases(split_k):
         yield device, (M, K, N, block, workspace, *DEVICES[device], split_k)
 
 
-@pytest.mark.parametrize("split_k", [0, 1, 3, -1])
+def _two_block_smem_cap(smem_limit):
+    return min(smem_limit, (smem_limit + 1024) // 2 - 1024)
+
+
+def _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc):
+    smem = RING_BYTES + ZERO_ROW_BYTES + -(-L // C) * M * (A_ROW_BYTES + sums)
+    return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
+
+
+@pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4])
 def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
     cases = list(_cases(split_k))
     results = planner([c for _, c in cases])
@@ -115,19 +124,34 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         k_pad = -(-K // block) * block
         sums = 4 * max(1, 128 // block)  # one fp32 sum of A per row and group, per step
         assert L == -(-k_pad // 128), case
+        n_tiles = n_pad // 64
         if tile_split:
-            # One block per 64-column tile over all of k: A for every step staged,
-            # no partials; taken when forced, or when a stream-K grid would cut.
-            n_tiles = n_pad // 64
-            assert B == n_tiles and T == n_tiles * L and not any_cut and parts == 1, (case, got)
-            assert smem == RING_BYTES + ZERO_ROW_BYTES + L * M * (A_ROW_BYTES + sums), (case, got)
-            assert smem <= smem_limit, (case, got)
-            # Chosen by itself only with one block per SM at most (no waves) and
-            # k in the measured range.
-            assert split_k == -1 or (
-                split_k == 0 and TILE_SPLIT_MIN_TILES <= n_tiles <= sms
-                and TILE_SPLIT_MIN_STEPS <= L <= TILE_SPLIT_MAX_STEPS), (case, got)
+            # C = tile_split blocks per 64-column tile (a cluster when C > 1,
+            # sm_90 only), each staging A for its part of k; no partials.
+            C = tile_split
+            fits, want_smem = _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc)
+            assert fits and smem == want_smem, (case, got)
+            assert B == n_tiles * C and T == n_tiles * L and not any_cut and parts == 1, (
+                case, got)
+            if split_k < 0:
+                assert C == -split_k, (case, got)
+                continue
+            # Chosen by itself: one wave of blocks, a step for every warp, and
+            # the largest power-of-two C that allows it.
+            assert split_k == 0, (case, got)
+            per_sm = 2 if smem <= _two_block_smem_cap(smem_limit) else 1
+            assert B <= sms * per_sm and L // C >= WARPS, (case, got)
+            assert B >= TILE_SPLIT_MIN_BLOCKS and -(-L // C) <= TILE_SPLIT_MAX_STEPS, (case, got)
+            bigger = 2 * C
+            if bigger <= 8:
+                fits, s2 = _tile_split_fits(bigger, L, M, n_tiles, sums, smem_limit, cc)
+                per_sm2 = 2 if s2 <= _two_block_smem_cap(smem_limit) else 1
+                assert not (fits and n_tiles * bigger <= sms * per_sm2
+                            and L // bigger >= WARPS), (case, got)
             continue
+        if split_k == -4 and cc >= 90:
+            # Forced clusters of 4 decline only where they cannot fit.
+            assert not _tile_split_fits(4, L, M, n_tiles, sums, smem_limit, cc)[0], (case, got)
         assert T == -(-n_pad // 512) * L, case
         assert 1 <= B <= T, case
         model_parts, most_steps = _model_parts(T, L, B)
@@ -156,7 +180,7 @@ def test_a_larger_workspace_never_buys_more_partials_than_the_reduce_adds(planne
         assert got is not None, case
         B, T, L, _, _, parts, tile_split = got
         if tile_split:  # no partials at all
-            assert parts == 1 and B == T // L, (case, got)
+            assert parts == 1 and B == T // L * tile_split, (case, got)
             continue
         assert parts == _model_parts(T, L, B)[0] and 1 < parts <= MAX_PARTS, (case, got)
 
@@ -169,26 +193,27 @@ def test_the_issue_shapes_stream_on_the_h200(planner):
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
         B, T, tile_split = got[0], got[1], got[6]
-        if tile_split:  # one block per tile, chosen only with enough tiles
-            assert B >= TILE_SPLIT_MIN_TILES, (case, got)
+        if tile_split:  # C blocks per tile, chosen only with enough blocks
+            assert B >= TILE_SPLIT_MIN_BLOCKS, (case, got)
         else:
             assert B >= min(T, sms), (case, got)  # every SM gets work
 
 
 def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
-    """H200, session 3 call 7 (docs/perf/NOTES.md): at M = 1 the tile split won on
-    4096 x 4096, 4096 x 6144 and 8192 x 8192 and lost on 4096 x 1024 and 14336 x 4096.
-    It is not taken outside what was measured: more tiles than SMs (a review found
-    shapes where those would run in waves) or k < 4096 (idle warps below k = 1024)."""
+    """H200 (docs/perf/NOTES.md): the blocks per tile (C, 0 = stream-K) the planner
+    picks for the shapes the tile split was measured on."""
     sms, smem, cc = DEVICES["h200"]
-    expect = {(1, 4096, 4096): 1, (16, 4096, 4096): 1, (1, 4096, 6144): 1, (1, 8192, 8192): 1,
-              (1, 4096, 1024): 0, (1, 14336, 4096): 0, (1, 4096, 28672): 0, (1, 8192, 28672): 0,
-              (1, 4096, 14336): 0, (8, 4096, 14336): 0, (3, 8192, 14336): 0, (1, 256, 16384): 0,
-              (1, 2048, 4096): 0}
+    expect = {(1, 4096, 4096): 4, (16, 4096, 4096): 4, (1, 4096, 6144): 2, (1, 8192, 8192): 2,
+              (1, 4096, 1024): 4, (1, 14336, 4096): 4, (1, 4096, 28672): 0, (1, 8192, 28672): 0,
+              (1, 4096, 14336): 1, (8, 4096, 14336): 0, (3, 8192, 14336): 0, (1, 256, 16384): 0,
+              (1, 2048, 4096): 2}
     cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
               0) for M, K, N in expect]
     for key, got in zip(expect, planner(cases)):
         assert got is not None and got[6] == expect[key], (key, got)
+    # Without clusters (sm_80) a tile gets one block.
+    a100 = [(1, 4096, 4096, 128, _shapes.split_k_workspace_floats(1, 4096), *DEVICES["a100"], 0)]
+    assert planner(a100)[0][6] == 1
 
 
 def test_planning_is_fast_even_when_nothing_fits(planner):

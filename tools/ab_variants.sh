@@ -7,7 +7,7 @@
 #   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build)
 #   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT=all \
 #     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT=all \
-#     DECODE=" " DECODE_VARIANT=all bash tools/ab_variants.sh
+#     DECODE=" " DECODE_VARIANT=all NCU_SOURCE="--K 4096 --N 4096 --M 1" bash tools/ab_variants.sh
 # Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu.txt; all of
 # them also in $OUT/ab.tar.gz (the device returns only a few files per call).
 set -uo pipefail
@@ -47,6 +47,15 @@ done
 for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
   echo "== ncu $shape on ${NCU_VARIANT:-main}"
   PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" run_ncu "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu.txt"
+done
+
+# NCU_SOURCE="--K 4096 --N 4096 --M 1;--K 8192 --N 28672 --M 1": per-SASS stall samples.
+i=0
+IFS=';' read -ra source_shapes <<<"${NCU_SOURCE-}"
+for shape in "${source_shapes[@]}"; do
+  i=$((i + 1))
+  PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" run_ncu_source "$shape" "${NCU_TIMEOUT:-90}" \
+    "$OUT/ncu_source_$i.csv"
 done
 
 if [ -n "${BENCH-}" ]; then

@@ -33,3 +33,18 @@ launch__registers_per_thread$stalls" python3 "$repo/tools/profile_one.py" $1 >>"
    grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
      "$3" | tail -44 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
 }
+
+# Nsight Compute's per-instruction warp-stall samples for the first streaming
+# main kernel of one GEMM (tools/profile_one.py arguments): where in the SASS the
+# warps wait, as CSV ($3), and the WarpStateStats/SourceCounters summary ($3.txt).
+run_ncu_source() {  # "profile_one args" timeout_s csv
+  local rep="/tmp/ncu_source_$$"
+  # shellcheck disable=SC2086
+  (cd /tmp && timeout "$2" ncu --kernel-name regex:stream_gemm --launch-skip 3 --launch-count 1 \
+     --clock-control none --section WarpStateStats --section SourceCounters \
+     --section SpeedOfLight --import-source yes -f -o "$rep" \
+     python3 "$repo/tools/profile_one.py" $1 >"$3.txt" 2>&1
+   ncu -i "$rep.ncu-rep" --print-summary none >>"$3.txt" 2>&1
+   ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$3" 2>>"$3.txt"
+   echo "ncu source $1: $(wc -l <"$3") SASS lines"; grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$3.txt" | head -5)
+}

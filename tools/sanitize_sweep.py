@@ -39,7 +39,9 @@ def main():
         ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
                                         K=K, N=N, bits=4, block_size=block,
                                         bias=bias.astype(jnp.float32))
-        for split_k in (0, 3):  # the heuristic's choice, and a forced split-K reduce
+        # The heuristic's choice, a forced split-K reduce, and a forced tile split
+        # with clusters of two blocks (where k has the two steps it needs).
+        for split_k in (0, 3, -2):
             y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=split_k))(
                 a, w, bias)
             err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
