@@ -73,14 +73,18 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 // The tile-split grid (kernel template kTileSplit) gives each 64-column tile
 // C blocks, a thread-block cluster on sm_90 (C = 1 elsewhere), that split its
 // k-steps and add their sums on chip: no partials, no reduce kernel. C is the
-// largest power of two up to kTileSplitMaxCluster for which the grid fits the
-// resident block slots (one wave) and every warp has a step. It is taken, where
-// a stream-K grid would cut, when the grid has at least kTileSplitMinBlocks
-// blocks and each block at most kTileSplitMaxSteps steps. Session 3, call 7
-// (H200, M = 1, C = 1): one block per tile won at 64, 96 and 128 tiles with
-// k = 4096 and 8192 (4096 x 4096 15.6 -> 13.3 us, 4096 x 6144 18.6 -> 13.6,
-// 8192 x 8192 23.4 -> 21.8), lost at 16 tiles (4096 x 1024 14.0 -> 15.7) and
-// at 112 steps per block (14336 x 4096 20.7 -> 25.4).
+// largest power of two up to kTileSplitMaxCluster for which the grid has at
+// most one block per SM and every warp has a step. It is taken, where a
+// stream-K grid would cut, when the grid has at least kTileSplitMinBlocks
+// blocks and each block at most kTileSplitMaxSteps steps. Measured on the H200
+// at M = 1 (docs/perf/NOTES.md): with C = 1 (session 3, call 7) the tile split
+// won at 64, 96 and 128 tiles with k = 4096 and 8192 (4096 x 4096 15.6 -> 13.3
+// us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192 23.4 -> 21.8) and lost at 16 tiles
+// (4096 x 1024 14.0 -> 15.7) and 112 steps per block (14336 x 4096 20.7 ->
+// 25.4). Clusters (session 4, call 1) won where they keep one block per SM
+// (14336 x 4096 with C = 2, 128 blocks: 22.7 -> 20.3 us) and lost where they
+// put two on some SMs (4096 x 6144 with C = 2, 192 blocks: 13.4 -> 16.2;
+// 4096 x 4096 with C = 4, 256 blocks: 14.5 -> 15.7).
 #ifndef JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER
 #define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER 8
 #endif
@@ -191,8 +195,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->tile_split = 0;
   if (split_k_override == 0 && plan->any_cut) {
     for (int64_t C = kTileSplitMaxCluster; C >= 1; C /= 2) {
-      const int per_sm = tile_split_smem(C) <= two_block_smem_cap ? 2 : 1;
-      if (!tile_split_fits(C) || n_tiles * C > int64_t{std::max(1, device.sm_count)} * per_sm ||
+      if (!tile_split_fits(C) || n_tiles * C > std::max(1, device.sm_count) ||
           L / C < kStreamWarps)
         continue;
       if (n_tiles * C >= kTileSplitMinBlocks && ceil_div(L, C) <= kTileSplitMaxSteps)

@@ -139,7 +139,7 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M):
 @pytest.mark.parametrize("M", [1, 5, 16])
 def test_small_m_tile_split_on_a_projection_shape(rng, M):
     """4096 x 4096 (64 tiles) through the planner's own choice, which on an H200 is the
-    tile split with clusters of 4 blocks per tile (tests/test_stream_plan.py checks that
+    tile split with clusters of 2 blocks per tile (tests/test_stream_plan.py checks that
     choice on the host): right and bitwise reproducible. Every other case forces one
     and four blocks per tile too (split_k = -1, -4 in PATHS)."""
     case = make_case(rng, N=4096, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
