@@ -130,7 +130,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
     n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
   }
-  const int group_unit_mask = (1 << p.log2_group_units) - 1;
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
   const uint32_t* __restrict__ zero_points = static_cast<const uint32_t*>(p.zero_points);
@@ -149,26 +148,31 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
            lane;
   };
 
-  // Raw group words, prefetched one step ahead: the lane's 8 scales (one
-  // 16-byte load, already in fragment order) and 8 packed zero points.
-  uint4 raw_scales[kGroupsPerStep];
-  uint32_t raw_zeros[kGroupsPerStep];
-  auto load_group_words = [&](int j, int ng_, int ks_) {
+  // A group's words (its 64 scales, 128 bytes in fragment order, and 8 packed
+  // zero-point words, 32 bytes) travel with the codes: cp.async puts them in a
+  // per-warp ring of kRingSteps x kGroupsPerStep slots, in the commit group of
+  // the group's last unit, so they arrive as far ahead as the codes do. (Loaded
+  // into registers one step ahead, their DRAM latency was exposed: the first
+  // use of the scales held 32% of the warp-stall samples of the 8192 x 28672
+  // GEMV, session 4, call 1.) Lanes 0-7 copy the scales, lanes 8-9 the zero
+  // points, and lane g + 4t reads the 16 scale bytes and the word of its row g.
+  const uint32_t words_warp = smem_base + kRingBytes + warp * kWarpWordsBytes<kGroupsPerStep>;
+  // Copies group j of the step (ng_, ks_) into ring slot `slot`; `real` = false
+  // zero-fills the slot (the step or the group does not exist).
+  auto copy_group_words = [&](int j, int ng_, int ks_, bool real, int slot) {
     const int gi = (ks_ * kStepUnits + j * kGroupUnits) >> p.log2_group_units;
-    if (gi < p.k_blocks) {
-      const int tile = tile_of(ng_);
-      raw_scales[j] = __ldg(reinterpret_cast<const uint4*>(
-          scales + static_cast<int64_t>(gi) * p.n_pad + int64_t{tile} * 64 + 8 * g));
-      if constexpr (kZP == ZeroPointKind::kPacked4)
-        raw_zeros[j] =
-            __ldg(zero_points + static_cast<int64_t>(gi) * (p.n_pad / 8) + int64_t{tile} * 8 + g);
+    real = real && gi < p.k_blocks;
+    const int64_t tile = tile_of(ng_);
+    const uint32_t dst = words_warp + (slot * kGroupsPerStep + j) * kGroupWordBytes + 16 * lane;
+    if (lane < 8) {
+      cp_async_16(dst, real ? scales + gi * p.n_pad + tile * 64 + 8 * lane : scales,
+                  real ? 16 : 0);
+    } else if (kZP == ZeroPointKind::kPacked4 && lane < 10) {
+      cp_async_16(dst, real ? zero_points + gi * (p.n_pad / 8) + tile * 8 + 4 * (lane - 8)
+                            : zero_points,
+                  real ? 16 : 0);
     }
   };
-#pragma unroll
-  for (int j = 0; j < kGroupsPerStep; ++j) {
-    raw_scales[j] = make_uint4(0, 0, 0, 0);
-    raw_zeros[j] = 0;
-  }
 
   // Stage A for all of this block's steps, one commit group: staged step i, row
   // r < M, 16-byte chunk c (8 k) at a_base + i * a_step_bytes +
@@ -179,11 +183,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // or all out.
   const int rows = static_cast<int>(p.M);
   const int a_step_bytes = rows * kARowBytes;
-  const uint32_t zero_row = smem_base + kRingBytes;
-  const uint32_t a_base = zero_row + kZeroRowBytes;
+  constexpr int kZeroRowOffset = kRingBytes + kStreamWarps * kWarpWordsBytes<kGroupsPerStep>;
+  constexpr int kAOffset = kZeroRowOffset + kZeroRowBytes;
+  const uint32_t zero_row = smem_base + kZeroRowOffset;
+  const uint32_t a_base = smem_base + kAOffset;
   {
     for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
-      *reinterpret_cast<uint4*>(smem + kRingBytes + 16 * c) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
     const T* __restrict__ a = static_cast<const T*>(p.a);
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
@@ -200,10 +206,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     cp_async_commit();
   }
 
-  // The first kRingSteps steps' codes, one commit group per unit (empty
-  // groups where a unit does not exist, so that the unit consumed next is
-  // always exactly kRingUnits - 1 groups back), then the first step's group
-  // words. Step i lives in ring slot i % kRingSteps.
+  // The first kRingSteps steps' codes and group words, one commit group per
+  // unit (empty groups where a unit does not exist, so that the unit consumed
+  // next is always exactly kRingUnits - 1 groups back). Step i lives in ring
+  // slot i % kRingSteps.
   const uint32_t ring_lane = smem_base + warp * (kRingUnits * kUnitBytes) + lane * 16;
   auto advance = [&](int& ng_, int& ks_) {
     if (++ks_ == p.k_steps) {
@@ -225,13 +231,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int u = 0; u < kStepUnits; ++u) {
         cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
                            src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
+        if (u % kGroupUnits == kGroupUnits - 1)
+          copy_group_words(u / kGroupUnits, ng_fill, ks_fill, valid_r > 0, r);
         cp_async_commit();
       }
       advance(ng_fill, ks_fill);
-    }
-    if (valid > 0) {
-#pragma unroll
-      for (int j = 0; j < kGroupsPerStep; ++j) load_group_words(j, ng, ks);
     }
   }
 
@@ -325,15 +329,18 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   clear_group();
   // C element e of tile (j, mt): column r = 2 j + (e >> 1), row 2 t + (e & 1)
-  // + 8 mt. A group's scales and zero points are needed only here: they stay
-  // raw (5 registers a slot) until the group's last fold, and the slot is
-  // refilled right after it. The fold runs at least once per step (128 of k),
+  // + 8 mt. A group's scales and zero points are read from its ring slot only
+  // here; the warp-wide syncs around the reads order them after the other
+  // lanes' copies into the slot (waited for with the group's last unit) and
+  // before the copy that refills it. The fold runs at least once per step (128 of k),
   // so the cancellation of magic * sum(a) is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
-  auto fold_group = [&](int slot) {
-    const uint4 group_scales = raw_scales[slot];
-    const uint32_t group_zeros = raw_zeros[slot];
+  auto fold_group = [&](int ring_slot_, int slot) {
+    const uint32_t words = words_warp + (ring_slot_ * kGroupsPerStep + slot) * kGroupWordBytes;
+    __syncwarp();
+    const uint4 group_scales = lds_128(words + 16 * g);
+    const uint32_t group_zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(words + 128 + 4 * g) : 0u;
     const uint32_t w[4] = {group_scales.x, group_scales.y, group_scales.z, group_scales.w};
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
@@ -352,6 +359,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         }
     }
     clear_group();
+    __syncwarp();
   };
 
 
@@ -379,7 +387,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       float sum = 0.f;
       if (item < n_items) {
         const uint4 v = *reinterpret_cast<const uint4*>(
-            smem + kRingBytes + kZeroRowBytes + i * a_step_bytes + row * kARowBytes +
+            smem + kAOffset + i * a_step_bytes + row * kARowBytes +
             2 * (slot * kSlotK + 8 * chunk));
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -389,7 +397,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int width = kSumLanes / 2; width >= 1; width /= 2)
         sum += __shfl_xor_sync(0xffffffffu, sum, width);
       if (item < n_items && chunk == 0)
-        *reinterpret_cast<float*>(smem + kRingBytes + kZeroRowBytes + n_stage * a_step_bytes +
+        *reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes +
                                   4 * item) = sum;
     }
     __syncthreads();
@@ -403,8 +411,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // address from scratch for every unit's copy (~20 instructions each).
     asm volatile("" : "+l"(src_fill));
     const uint32_t ring_step = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
-    // Groups of >= 128 end where the next step starts one or the segment ends.
-    const bool next_group_starts = ((ks1 * kStepUnits) & group_unit_mask) == 0;
     const bool segment_ends = i + 1 == n_steps || ng1 != ng;
     // Where this step's A was staged (under kTileSplit the warps are at
     // different steps; the block staged all of k).
@@ -450,9 +456,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
           add_sums(i_stage, slot);
-          fold_group(slot);
-          // The slot's words are consumed: the next step's group takes it.
-          if (valid1 > 0) load_group_words(slot, ng1, ks1);
+          fold_group(ring_slot, slot);
         }
         // Refill the slot with unit u of step i + kRingSteps (zero-filled where
         // that unit does not exist). The empty asm consumes the words read
@@ -461,12 +465,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
         cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
                            u < valid_fill ? 16 : 0);
+        if (u % kGroupUnits == kGroupUnits - 1) {
+          if (kGroupUnits >= kStepUnits) {  // the step's one fold comes first
+            add_sums(i_stage, 0);
+            fold_group(ring_slot, 0);
+          }
+          copy_group_words(u / kGroupUnits, ng_fill, ks_fill, valid_fill > 0, ring_slot);
+        }
         cp_async_commit();
-      }
-      if (kGroupUnits >= kStepUnits) {
-        add_sums(i_stage, 0);
-        fold_group(0);
-        if ((segment_ends || next_group_starts) && valid1 > 0) load_group_words(0, ng1, ks1);
       }
     } else {
       // An idle warp (past the last column tile) keeps its commit count.

@@ -30,6 +30,14 @@ constexpr int kUnitBytes = 4 * kUnitWords;
 constexpr int kRingSteps = JAX_MARLIN_STREAM_RING_STEPS;
 constexpr int kRingUnits = kRingSteps * kStepUnits;
 constexpr int kRingBytes = kStreamWarps * kRingUnits * kUnitBytes;  // 64 KB per block
+// A group's words in the ring: 64 scales (128 bytes) and 8 packed zero-point
+// words (32 bytes). Each warp has kRingSteps x groups-per-step slots.
+constexpr int kGroupWordBytes = 160;
+template <int kGroupsPerStep>
+constexpr int kWarpWordsBytes = kRingSteps * kGroupsPerStep * kGroupWordBytes;
+constexpr int64_t words_ring_bytes(int64_t groups_per_step) {
+  return int64_t{kStreamWarps} * kRingSteps * groups_per_step * kGroupWordBytes;
+}
 // One staged A row per step: 128 halves plus 16 bytes of padding, so that the
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
 // and the read is conflict-free.
@@ -107,6 +115,8 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // Per step of the block: A's rows, and one fp32 sum of A per row and group.
   const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
   const int64_t step_bytes = args.M * (kARowBytes + 4 * groups_per_step);
+  // The rings (codes and group words) and the zero row: the fixed part.
+  const int64_t fixed_bytes = kRingBytes + words_ring_bytes(groups_per_step) + kZeroRowBytes;
   const int64_t parts_cap = std::min<int64_t>(
       kMaxStreamParts,
       args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0);
@@ -127,7 +137,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // (64 x M floats each) and the block's total reuse the rings.
   const int64_t n_tiles = args.n_pad / 64;
   auto tile_split_smem = [&](int64_t C) {
-    return kRingBytes + kZeroRowBytes + ceil_div(L, C) * step_bytes;
+    return fixed_bytes + ceil_div(L, C) * step_bytes;
   };
   // Whether C blocks per tile can run: clusters need sm_90, and every block
   // needs a step of k and its shared memory.
@@ -155,7 +165,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
   for (int per_sm = 2; per_sm >= 1 && B == 0; --per_sm) {
     const int64_t smem_cap = per_sm == 2 ? two_block_smem_cap : device.max_shared_bytes_per_block;
-    const int64_t steps_cap = (smem_cap - kRingBytes - kZeroRowBytes) / step_bytes;
+    const int64_t steps_cap = (smem_cap - fixed_bytes) / step_bytes;
     if (steps_cap < 1) continue;
     const int64_t fewest = ceil_div(T, steps_cap);  // fewer blocks: too many A steps each
     // Fewer blocks need fewer partials: if even the fewest cut too finely for
@@ -183,7 +193,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
       }
     }
     if (B != 0) {
-      plan->smem_bytes = static_cast<int>(kRingBytes + kZeroRowBytes + ceil_div(T, B) * step_bytes);
+      plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);
     }
   }
   if (B == 0) return false;

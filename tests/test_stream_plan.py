@@ -31,6 +31,7 @@ DEVICES = {
 SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 1024), (14336, 4096),
           (72, 37), (1000, 1100), (200, 70000), (8192, 128256), (65536, 131072)]
 RING_BYTES = 8 * 16 * 512  # 8 warps x 2 steps x 8 units x 512 bytes
+GROUP_WORD_BYTES = 160  # a group's 64 scales and 8 zero-point words, in the words ring
 ZERO_ROW_BYTES = 256
 A_ROW_BYTES = 272
 
@@ -100,8 +101,13 @@ def _cases(split_k):
         yield device, (M, K, N, block, workspace, *DEVICES[device], split_k)
 
 
+def _fixed_bytes(sums):
+    """The code ring, the group-words ring (8 warps x 2 steps x groups per step), the zero row."""
+    return RING_BYTES + 8 * 2 * (sums // 4) * GROUP_WORD_BYTES + ZERO_ROW_BYTES
+
+
 def _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc):
-    smem = RING_BYTES + ZERO_ROW_BYTES + -(-L // C) * M * (A_ROW_BYTES + sums)
+    smem = _fixed_bytes(sums) + -(-L // C) * M * (A_ROW_BYTES + sums)
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 
@@ -154,7 +160,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         assert parts <= MAX_PARTS, (case, got)  # the reduce kernel adds no more
         # The largest block's A steps, the zero row and the ring fit its
         # shared memory, which fits the device.
-        assert smem == RING_BYTES + ZERO_ROW_BYTES + most_steps * M * (A_ROW_BYTES + sums), (
+        assert smem == _fixed_bytes(sums) + most_steps * M * (A_ROW_BYTES + sums), (
             case, got)
         assert smem <= smem_limit, (case, got)
         if split_k > 0:  # an aligned split: every group cut the same way
