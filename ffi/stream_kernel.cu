@@ -368,37 +368,33 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   cp_async_wait<kRingUnits>();
   __syncthreads();
   // Each group's sum of activations per row, in fp32, once per block (every
-  // warp of the block shares the k-range). A sum is kSlotK elements: each of
-  // kSumLanes lanes adds one 16-byte chunk of 8, and a shuffle tree adds the
-  // lanes, so the block spends a few hundred cycles here rather than the
-  // ~kSlotK dependent adds of one thread per sum (the stall before the first
-  // step, ~1 us at M = 1). The tree is fixed: the same sums every run.
+  // warp of the block shares the k-range): a thread per sum, reading its
+  // kSlotK elements 8 at a time into four independent partial sums, so a sum
+  // costs kSlotK / 8 16-byte reads and ~kSlotK / 8 dependent adds (one
+  // element at a time, 128 dependent adds, it stalled the block ~1 us before
+  // its first step). A shuffle tree over 16 lanes per sum measured slower
+  // where a block has many sums (4096 x 6144 at M = 16: 512; session 4,
+  // call 2). The order is fixed: the same sums every run.
   {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
-    constexpr int kSumLanes = kSlotK / 8;  // 16, 8 or 4: a power of two <= 32
-    constexpr int kItemsPerPass = kStreamThreads / kSumLanes;
     const int n_items = n_stage * kGroupsPerStep * rows;
-    const int chunk = threadIdx.x % kSumLanes;
-    for (int base = 0; base < n_items; base += kItemsPerPass) {
-      const int item = base + threadIdx.x / kSumLanes;
+    for (int item = threadIdx.x; item < n_items; item += kStreamThreads) {
       const int row = item % rows;
       const int slot = (item / rows) % kGroupsPerStep;
       const int i = item / (rows * kGroupsPerStep);
-      float sum = 0.f;
-      if (item < n_items) {
-        const uint4 v = *reinterpret_cast<const uint4*>(
-            smem + kAOffset + i * a_step_bytes + row * kARowBytes +
-            2 * (slot * kSlotK + 8 * chunk));
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+      const unsigned char* src =
+          smem + kAOffset + i * a_step_bytes + row * kARowBytes + 2 * slot * kSlotK;
+      float partial[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int h = 0; h < 4; ++h) sum += pair_sum<T>(w[h]);
+      for (int c = 0; c < kSlotK / 8; ++c) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src + 16 * c);
+        partial[0] += pair_sum<T>(v.x);
+        partial[1] += pair_sum<T>(v.y);
+        partial[2] += pair_sum<T>(v.z);
+        partial[3] += pair_sum<T>(v.w);
       }
-#pragma unroll
-      for (int width = kSumLanes / 2; width >= 1; width /= 2)
-        sum += __shfl_xor_sync(0xffffffffu, sum, width);
-      if (item < n_items && chunk == 0)
-        *reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes +
-                                  4 * item) = sum;
+      *reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + 4 * item) =
+          (partial[0] + partial[1]) + (partial[2] + partial[3]);
     }
     __syncthreads();
   }
