@@ -149,28 +149,68 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
   // A group's words (its 64 scales, 128 bytes in fragment order, and 8 packed
-  // zero-point words, 32 bytes) travel with the codes: cp.async puts them in a
-  // per-warp ring of kRingSteps x kGroupsPerStep slots, in the commit group of
-  // the group's last unit, so they arrive as far ahead as the codes do. (Loaded
-  // into registers one step ahead, their DRAM latency was exposed: the first
-  // use of the scales held 32% of the warp-stall samples of the 8192 x 28672
-  // GEMV, session 4, call 1.) Lanes 0-7 copy the scales, lanes 8-9 the zero
-  // points, and lane g + 4t reads the 16 scale bytes and the word of its row g.
+  // zero-point words, 32 bytes) travel with the codes: cp.async puts a step's
+  // groups in a per-warp ring of kWordsSteps slots of kGroupsPerStep groups, in
+  // the commit group of the step's first unit, so they arrive as far ahead as
+  // the codes do. (Loaded into registers one step ahead, their DRAM latency
+  // was exposed: the first use of the scales held 32% of the warp-stall
+  // samples of the 8192 x 28672 GEMV, session 4, call 1.) The copy for step
+  // i + kRingSteps issues at step i's first unit, before step i's folds, hence
+  // one slot more than the code ring. A slot is filled only where a group or a
+  // tile starts, so a group that spans many steps (per-channel: all of k) is
+  // copied once; each step in the code ring remembers its slot (2 bits per
+  // ring slot in words_slot_of). Copied with every step, the per-channel GEMV
+  // was 14% slower (session 4, call 4). Lane g + 4t reads the 16 scale bytes
+  // and the zero-point word of its row g.
   const uint32_t words_warp = smem_base + kRingBytes + warp * kWarpWordsBytes<kGroupsPerStep>;
-  // Copies group j of the step (ng_, ks_) into ring slot `slot`; `real` = false
-  // zero-fills the slot (the step or the group does not exist).
-  auto copy_group_words = [&](int j, int ng_, int ks_, bool real, int slot) {
-    const int gi = (ks_ * kStepUnits + j * kGroupUnits) >> p.log2_group_units;
-    real = real && gi < p.k_blocks;
+  // Copies the words of the step (ng_, ks_) into words slot `slot`. Lane c
+  // copies 16-byte chunk c, c + 32, ... of the slot's kGroupsPerStep x (8
+  // chunks of scales, then 2 of zero points); groups past k are zero-filled.
+  auto copy_step_words = [&](int ng_, int ks_, int slot) {
+    const int gi = (ks_ * kStepUnits) >> p.log2_group_units;
     const int64_t tile = tile_of(ng_);
-    const uint32_t dst = words_warp + (slot * kGroupsPerStep + j) * kGroupWordBytes + 16 * lane;
-    if (lane < 8) {
-      cp_async_16(dst, real ? scales + gi * p.n_pad + tile * 64 + 8 * lane : scales,
-                  real ? 16 : 0);
-    } else if (kZP == ZeroPointKind::kPacked4 && lane < 10) {
-      cp_async_16(dst, real ? zero_points + gi * (p.n_pad / 8) + tile * 8 + 4 * (lane - 8)
-                            : zero_points,
-                  real ? 16 : 0);
+    const uint32_t slot_base = words_warp + slot * kGroupsPerStep * kGroupWordBytes;
+    constexpr int kChunks = kGroupsPerStep * (kZP == ZeroPointKind::kPacked4 ? 10 : 8);
+#pragma unroll
+    for (int c0 = 0; c0 < kChunks; c0 += 32) {
+      const int c = c0 + lane;
+      if (c < 8 * kGroupsPerStep) {
+        const int j = c / 8, chunk = c % 8;
+        const bool ok = gi + j < p.k_blocks;
+        cp_async_16(slot_base + j * kGroupWordBytes + 16 * chunk,
+                    ok ? scales + (gi + j) * p.n_pad + tile * 64 + 8 * chunk : scales,
+                    ok ? 16 : 0);
+      } else if (c < kChunks) {
+        const int j = (c - 8 * kGroupsPerStep) / 2, chunk = c % 2;
+        const bool ok = gi + j < p.k_blocks;
+        cp_async_16(slot_base + j * kGroupWordBytes + 128 + 16 * chunk,
+                    ok ? zero_points + (gi + j) * (p.n_pad / 8) + tile * 8 + 4 * chunk
+                       : zero_points,
+                    ok ? 16 : 0);
+      }
+    }
+  };
+  // Groups under 128 (several a step): step i's words are in slot i mod
+  // kWordsSteps. Groups of 128 or more: only a new group or tile is copied,
+  // into the next slot, and the ring slot r of a step in flight records its
+  // words slot in bits 2r, 2r + 1 of words_slot_of.
+  static_assert(kWordsSteps <= 4, "words_slot_of holds 2 bits per ring slot");
+  uint32_t words_slot_of = 0;
+  int last_slot = kWordsSteps - 1, last_ng = -1, last_gi = -1;
+  // The words of the step (ng_, ks_) going to code-ring slot r_, which is step
+  // `step` of this warp (`real`: the step exists).
+  auto fill_words = [&](int ng_, int ks_, bool real, int r_, int step_slot) {
+    if constexpr (kGroupsPerStep > 1) {
+      if (real) copy_step_words(ng_, ks_, step_slot);
+    } else {
+      const int gi = (ks_ * kStepUnits) >> p.log2_group_units;
+      if (real && (ng_ != last_ng || gi != last_gi)) {
+        last_slot = last_slot + 1 == kWordsSteps ? 0 : last_slot + 1;
+        last_ng = ng_;
+        last_gi = gi;
+        copy_step_words(ng_, ks_, last_slot);
+      }
+      words_slot_of = (words_slot_of & ~(3u << (2 * r_))) | (uint32_t(last_slot) << (2 * r_));
     }
   };
 
@@ -231,8 +271,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int u = 0; u < kStepUnits; ++u) {
         cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
                            src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
-        if (u % kGroupUnits == kGroupUnits - 1)
-          copy_group_words(u / kGroupUnits, ng_fill, ks_fill, valid_r > 0, r);
+        if (u == 0) fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
         cp_async_commit();
       }
       advance(ng_fill, ks_fill);
@@ -336,8 +375,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // so the cancellation of magic * sum(a) is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
-  auto fold_group = [&](int ring_slot_, int slot) {
-    const uint32_t words = words_warp + (ring_slot_ * kGroupsPerStep + slot) * kGroupWordBytes;
+  auto fold_group = [&](int words_slot, int slot) {
+    const uint32_t words =
+        words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes;
     __syncwarp();
     const uint4 group_scales = lds_128(words + 16 * g);
     const uint32_t group_zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(words + 128 + 4 * g) : 0u;
@@ -400,6 +440,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   }
 
   int ring_slot = 0;
+  int words_i = 0;  // i mod kWordsSteps
   for (int i = 0; i < n_steps; ++i) {
     const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
     const uint4* src_fill = codes_at(ng_fill, ks_fill);
@@ -407,6 +448,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // address from scratch for every unit's copy (~20 instructions each).
     asm volatile("" : "+l"(src_fill));
     const uint32_t ring_step = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
+    // This step's words slot, read before the refill of its ring slot
+    // (step i + kRingSteps) records its own.
+    const int step_words =
+        kGroupsPerStep > 1 ? words_i : static_cast<int>((words_slot_of >> (2 * ring_slot)) & 3u);
     const bool segment_ends = i + 1 == n_steps || ng1 != ng;
     // Where this step's A was staged (under kTileSplit the warps are at
     // different steps; the block staged all of k).
@@ -452,7 +497,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
           add_sums(i_stage, slot);
-          fold_group(ring_slot, slot);
+          fold_group(step_words, slot);
         }
         // Refill the slot with unit u of step i + kRingSteps (zero-filled where
         // that unit does not exist). The empty asm consumes the words read
@@ -461,12 +506,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
         cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
                            u < valid_fill ? 16 : 0);
-        if (u % kGroupUnits == kGroupUnits - 1) {
-          if (kGroupUnits >= kStepUnits) {  // the step's one fold comes first
-            add_sums(i_stage, 0);
-            fold_group(ring_slot, 0);
-          }
-          copy_group_words(u / kGroupUnits, ng_fill, ks_fill, valid_fill > 0, ring_slot);
+        if (u == 0)
+          fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
+                     words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod 3
+        if (kGroupUnits >= kStepUnits && u == kStepUnits - 1) {  // the step's one fold
+          add_sums(i_stage, 0);
+          fold_group(step_words, 0);
         }
         cp_async_commit();
       }
@@ -487,6 +532,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     valid1 = i + 2 < n_steps ? units_in(ng1, ks1) : 0;
     advance(ng_fill, ks_fill);
     ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
+    words_i = words_i + 1 == kWordsSteps ? 0 : words_i + 1;
   }
   // The last steps' refills were zero-fills of nothing; let them land before
   // the block's shared memory is handed to the next block (or, under

@@ -30,13 +30,16 @@ constexpr int kUnitBytes = 4 * kUnitWords;
 constexpr int kRingSteps = JAX_MARLIN_STREAM_RING_STEPS;
 constexpr int kRingUnits = kRingSteps * kStepUnits;
 constexpr int kRingBytes = kStreamWarps * kRingUnits * kUnitBytes;  // 64 KB per block
-// A group's words in the ring: 64 scales (128 bytes) and 8 packed zero-point
-// words (32 bytes). Each warp has kRingSteps x groups-per-step slots.
+// A group's words in the words ring: 64 scales (128 bytes) and 8 packed
+// zero-point words (32 bytes). Each warp has kWordsSteps slots of a step's
+// groups: one more than the code ring, because the words of step i +
+// kRingSteps are copied before step i's last use of its own.
 constexpr int kGroupWordBytes = 160;
+constexpr int kWordsSteps = kRingSteps + 1;
 template <int kGroupsPerStep>
-constexpr int kWarpWordsBytes = kRingSteps * kGroupsPerStep * kGroupWordBytes;
+constexpr int kWarpWordsBytes = kWordsSteps * kGroupsPerStep * kGroupWordBytes;
 constexpr int64_t words_ring_bytes(int64_t groups_per_step) {
-  return int64_t{kStreamWarps} * kRingSteps * groups_per_step * kGroupWordBytes;
+  return int64_t{kStreamWarps} * kWordsSteps * groups_per_step * kGroupWordBytes;
 }
 // One staged A row per step: 128 halves plus 16 bytes of padding, so that the
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)

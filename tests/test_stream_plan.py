@@ -102,8 +102,8 @@ def _cases(split_k):
 
 
 def _fixed_bytes(sums):
-    """The code ring, the group-words ring (8 warps x 2 steps x groups per step), the zero row."""
-    return RING_BYTES + 8 * 2 * (sums // 4) * GROUP_WORD_BYTES + ZERO_ROW_BYTES
+    """The code ring, the group-words ring (8 warps x 3 steps x groups per step), the zero row."""
+    return RING_BYTES + 8 * 3 * (sums // 4) * GROUP_WORD_BYTES + ZERO_ROW_BYTES
 
 
 def _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc):
