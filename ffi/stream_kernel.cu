@@ -508,7 +508,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
                            u < valid_fill ? 16 : 0);
         if (u == 0)
           fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
-                     words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod 3
+                     words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
         if (kGroupUnits >= kStepUnits && u == kStepUnits - 1) {  // the step's one fold
           add_sums(i_stage, 0);
           fold_group(step_words, 0);
