@@ -16,14 +16,13 @@
 //    kRingSteps = 2 steps (16 units, 8 KB per warp: 128 KB in flight on an SM
 //    with two blocks, the stream-K grid; 64 KB under the tile split's one)
 //    filled by cp.async, one commit group per unit, so unit u of step i + 2
-//    is in flight while unit u of step i is consumed. No barrier and no
-//    shared stage between warps: they drift freely and hide each other's
-//    latency. The depth is Little's law (at ~3.5 us of loaded latency, 4 TB/s
-//    needs ~105 KB in flight per SM); when it was measured the loop was still
-//    issue-bound and two steps gained nothing over one, so whether depth or
-//    issue limits the kernel now is the open question (docs/perf/NOTES.md).
-//    (A register ring was the first version: 32 more registers per thread,
-//    and it spilled at M > 8.)
+//    is in flight while unit u of step i is consumed; the groups' scales and
+//    zero points ride the same commit groups into a small ring of their own.
+//    No barrier and no shared stage between warps: they drift freely and
+//    hide each other's latency. The depth is Little's law (at ~3.5 us of
+//    loaded latency, 4 TB/s needs ~105 KB in flight per SM); a 3-step ring
+//    measured no faster (docs/perf/NOTES.md, Variant 3). (A register ring was
+//    the first version: 32 more registers per thread, and it spilled at M > 8.)
 // 3. A balanced grid. Work is a list of "steps" (one 512-column group x 128 of
 //    k, 8 warps x 8 units); B blocks (B = the SMs' resident slots) take equal
 //    contiguous runs of it (stream-K), so every SM streams the same number of
@@ -33,9 +32,10 @@
 //    group add them, after an atomic arrival count, measured slower: the sum
 //    then sits on that block's critical path, +40 us at M = 16.)
 //    Shapes with few column groups (a 4096-column projection has 8 for 264
-//    block slots) take a second grid instead, the tile split: a block per
-//    64-column tile whose warps split k and add in shared memory, so no
-//    partials and no second kernel (stream_plan.h says when).
+//    block slots) take a second grid instead, the tile split: C blocks per
+//    64-column tile (a thread-block cluster on sm_90) whose warps split k and
+//    add in shared memory, then across the cluster through distributed shared
+//    memory, so no partials and no second kernel (stream_plan.h says when).
 //
 // Activations (tiny at small M) are staged per block into shared memory once,
 // asynchronously, and read with ldmatrix.
