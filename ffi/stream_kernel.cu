@@ -47,6 +47,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "marlin_device.cuh"
@@ -581,6 +582,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         totals[idx] = warp_total(idx);
       cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
       cluster.sync();
+      // The grid is 1-D with clusters of (C, 1, 1): a block's rank in its
+      // cluster is blockIdx.x mod C, the same rank its k-part came from.
       const int rank = blockIdx.x % p.tile_split;
       const int begin = rank * rows * 64 / p.tile_split;
       const int end = (rank + 1) * rows * 64 / p.tile_split;
@@ -590,6 +593,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         store(idx, v);
       }
       cluster.sync();
+#else
+      __trap();  // never planned: cluster_code_loaded() is false for this code
 #endif
     }
   }
@@ -753,6 +758,26 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const StreamParams&
 
 }  // namespace
 
+// Whether this module's kernels run their sm_90 code on this device: a build
+// for sm_80 alone runs on an sm_90 part as compute_80 PTX compiled on the fly,
+// in which the cluster epilogue is compiled out. Asked once per device.
+static bool cluster_code_loaded(const DeviceLimits& device) {
+  if (device.compute_capability < 90) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices];  // 0: not asked, 1: no, 2: yes
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
+  if (cacheable) {
+    if (const int k = known[device.ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
+  }
+  cudaFuncAttributes attributes{};
+  const bool loaded = cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half>) ==
+                          cudaSuccess &&
+                      attributes.ptxVersion >= 90;
+  if (!loaded) cudaGetLastError();  // not an error of the launch to come
+  if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
+  return loaded;
+}
+
 bool StreamGemmSupports(const MarlinGemmArgs& args) {
   return args.M >= 1 && args.M <= kStreamMaxM && args.group_size >= 32 &&
          (args.zero_point_kind == ZeroPointKind::kImplicit ||
@@ -779,7 +804,9 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.k_blocks = static_cast<int>(args.k_blocks);
   p.log2_group_units = log2_ceil(args.group_size / 16);
   StreamPlan plan{};
-  if (!plan_grid(args, device, split_k_override, &plan)) return cudaErrorNotSupported;
+  if (!plan_grid(args, device, split_k_override, &plan,
+                 cluster_code_loaded(device) ? kTileSplitMaxCluster : 1))
+    return cudaErrorNotSupported;
   p.k_steps = plan.k_steps;
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;

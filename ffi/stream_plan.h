@@ -24,6 +24,8 @@ constexpr int kGroupTiles = kStreamWarps;     // 64-column tiles per column grou
 constexpr int kGroupColumns = 64 * kGroupTiles;  // 512
 constexpr int kUnitWords = 128;               // one 16 x 64 unit: 32 lanes x 16 bytes
 constexpr int kUnitBytes = 4 * kUnitWords;
+// Ring depth in steps: 2 (measured best), or 3 to measure; not 1, because the
+// tile split's cluster epilogue keeps its totals in a warp ring's upper half.
 #ifndef JAX_MARLIN_STREAM_RING_STEPS
 #define JAX_MARLIN_STREAM_RING_STEPS 2
 #endif
@@ -109,8 +111,9 @@ constexpr bool is_forced_tile_split(int split_k_override) { return split_k_overr
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
 // is tested at most once and a hopeless shape is given up on at once.
+// max_cluster caps C (1: no clusters, where the kernels' code has none).
 bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split_k_override,
-               StreamPlan* plan) {
+               StreamPlan* plan, int max_cluster = kTileSplitMaxCluster) {
   const int64_t n_groups = ceil_div(args.n_pad / 64, kGroupTiles);
   const int64_t L = ceil_div(args.k_pad / 16, kStepUnits);
   const int64_t T = n_groups * L;
@@ -142,10 +145,12 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   auto tile_split_smem = [&](int64_t C) {
     return fixed_bytes + ceil_div(L, C) * step_bytes;
   };
-  // Whether C blocks per tile can run: clusters need sm_90, and every block
-  // needs a step of k and its shared memory.
+  // Whether C blocks per tile can run: clusters need sm_90 (and at most 8
+  // blocks, the portable cluster size, which every sm_90+ part can place),
+  // and every block needs a step of k and its shared memory.
   auto tile_split_fits = [&](int64_t C) {
-    return (C == 1 || (C <= 8 && device.compute_capability >= 90)) && C <= L &&
+    return (C == 1 || (C <= std::min(8, max_cluster) && device.compute_capability >= 90)) &&
+           C >= 1 && C <= L &&
            tile_split_smem(C) <= device.max_shared_bytes_per_block &&
            n_tiles * C <= INT32_MAX / 2 && n_tiles * L <= INT32_MAX / 2;
   };

@@ -71,9 +71,10 @@ def planner(tmp_path_factory):
                     str(ROOT / "tests" / "cpp" / "stream_plan_check.cc"), "-o", str(exe)],
                    check=True)
 
-    def run(cases):
+    def run(cases, max_cluster=None):
         lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
-        out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True,
+        argv = [str(exe)] + ([] if max_cluster is None else [str(max_cluster)])
+        out = subprocess.run(argv, input=lines, capture_output=True, text=True,
                              check=True, timeout=60).stdout.split("\n")
         return [None if l == "declined" else tuple(map(int, l.split())) for l in out[:len(cases)]]
 
@@ -214,6 +215,18 @@ def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
     # Without clusters (sm_80) a tile gets one block.
     a100 = [(1, 4096, 4096, 128, _shapes.split_k_workspace_floats(1, 4096), *DEVICES["a100"], 0)]
     assert planner(a100)[0][6] == 1
+
+
+@pytest.mark.parametrize("split_k", [0, -2, -4])
+def test_no_clusters_where_the_code_has_none(planner, split_k):
+    """An sm_90 part running a build for sm_80 only (its cluster epilogue compiled
+    out): the launcher caps the cluster size at 1, and no plan may exceed it."""
+    cases = [c for _, c in _cases(split_k) if c[7] >= 90]
+    assert cases
+    for case, got in zip(cases, planner(cases, max_cluster=1)):
+        assert got is None or got[6] <= 1, (case, got)
+    # The same cases with clusters allowed do use them somewhere.
+    assert any(got is not None and got[6] > 1 for got in planner(cases))
 
 
 def test_planning_is_fast_even_when_nothing_fits(planner):

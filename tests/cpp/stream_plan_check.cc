@@ -2,13 +2,16 @@
 // stdin: one case per line, "M K N group workspace_elems sm_count
 // max_smem_per_block compute_capability split_k". stdout: one line per case,
 // "B T L smem any_cut max_parts tile_split" or "declined" (max_parts as the
-// plan states it: the test recomputes it from the partition). tests/test_stream_plan.py checks the
+// plan states it: the test recomputes it from the partition). argv[1], if
+// given: the cap on the tile split's cluster size (default: the kernel's). tests/test_stream_plan.py checks the
 // answers against an independent model of the partition.
 #include <cstdio>
+#include <cstdlib>
 
 #include "stream_plan.h"
 
-int main() {
+int main(int argc, char** argv) {
+  const int max_cluster = argc > 1 ? std::atoi(argv[1]) : jax_marlin::kTileSplitMaxCluster;
   long long M, K, N, group, workspace, sm_count, smem, cc, split_k;
   while (std::scanf("%lld %lld %lld %lld %lld %lld %lld %lld %lld", &M, &K, &N, &group,
                     &workspace, &sm_count, &smem, &cc, &split_k) == 9) {
@@ -26,7 +29,7 @@ int main() {
     const jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem),
                                           static_cast<int>(cc)};
     jax_marlin::StreamPlan plan{};
-    if (jax_marlin::plan_grid(args, device, static_cast<int>(split_k), &plan)) {
+    if (jax_marlin::plan_grid(args, device, static_cast<int>(split_k), &plan, max_cluster)) {
       std::printf("%d %d %d %d %d %d %d\n", plan.blocks, plan.total_steps, plan.k_steps,
                   plan.smem_bytes, plan.any_cut, plan.max_parts, plan.tile_split);
     } else {
