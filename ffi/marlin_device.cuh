@@ -59,6 +59,20 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
 #endif
 }
 
+// The streaming kernel's codes: 16 bytes read once by exactly one warp. .cg
+// skips L1 (no reuse, and it would evict the scales other warps share);
+// L2::256B lets L2 fetch the warp's 512-byte unit in 256-byte pieces rather
+// than 32-byte sectors.
+// src_bytes = 0 zero-fills the 16 bytes and reads nothing: the predicate
+// travels in the instruction instead of a branch around it.
+__device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src, int src_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+#endif
+}
+
 // Closes the group of cp.async issued since the last commit, so that "wait
 // until at most N groups are pending" means "all but the N newest groups have
 // landed" (the tiled kernel commits one group per k-tile, the streaming kernel
@@ -335,6 +349,23 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
 // Launch helpers (host).
 // ---------------------------------------------------------------------------
 
+// The operands and sizes both kernels' parameter blocks carry, from the launch
+// arguments (the rest of each block is that kernel's own geometry).
+template <typename Params>
+void copy_operands(const MarlinGemmArgs& args, Params* p) {
+  p->a = args.a;
+  p->codes = args.codes;
+  p->scales = args.scales;
+  p->zero_points = args.zero_points;
+  p->bias = args.bias;
+  p->out = args.out;
+  p->workspace = args.workspace;
+  p->M = args.M;
+  p->N = args.N;
+  p->K = args.K;
+  p->n_pad = args.n_pad;
+}
+
 // Raises kKernel's dynamic shared-memory limit to what the device allows and
 // asks for the largest carveout, once per device: every launch then stays
 // under the limit, whatever its size. Doing
@@ -377,6 +408,15 @@ template <>
 __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
 // The two elements of a 32-bit word of T (low half first), added in fp32.
 template <typename T>
 __device__ __forceinline__ float pair_sum(uint32_t word) {
@@ -385,14 +425,6 @@ __device__ __forceinline__ float pair_sum(uint32_t word) {
   memcpy(&lo, &lo_bits, 2);
   memcpy(&hi, &hi_bits, 2);
   return to_float<T>(lo) + to_float<T>(hi);
-}
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
 }
 
 // out[m, n] = T(v + bias[n]), bias optional: the one rounding of every

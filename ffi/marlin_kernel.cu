@@ -492,17 +492,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
                          int split_k_override, cudaStream_t stream) {
   using Cfg = TileConfig<kMTiles>;
   KernelParams p{};
-  p.a = args.a;
-  p.codes = args.codes;
-  p.scales = args.scales;
-  p.zero_points = args.zero_points;
-  p.bias = args.bias;
-  p.out = args.out;
-  p.workspace = args.workspace;
-  p.M = args.M;
-  p.N = args.N;
-  p.K = args.K;
-  p.n_pad = args.n_pad;
+  copy_operands(args, &p);
   p.k16_total = static_cast<int>(args.k_pad / 16);
   p.k_blocks = static_cast<int>(args.k_blocks);
   p.log2_group_size = log2_ceil(args.group_size);

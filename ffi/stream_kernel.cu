@@ -77,19 +77,6 @@ struct StreamParams {
   int tile_split;        // C > 0 blocks per 64-column tile, warps splitting k; 0: stream-K
 };
 
-// 16 bytes of codes, read once by exactly one warp: .cg skips L1 (no reuse,
-// and it would evict the scales other warps share); L2::256B lets L2 fetch the
-// warp's 512-byte unit in 256-byte pieces rather than 32-byte sectors.
-// src_bytes = 0 zero-fills the 16 bytes and reads nothing: the predicate
-// travels in the instruction instead of a branch around it.
-__device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src, int src_bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-#endif
-}
-
 // kTileSplit: the grid for shapes with few column groups (a 4096-column
 // projection has 8 of them for 264 block slots, so stream-K cuts every group
 // ~32 ways and the reduce kernel plus its launch cost more than the stream).
@@ -198,8 +185,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   static_assert(kWordsSteps <= 4, "words_slot_of holds 2 bits per ring slot");
   uint32_t words_slot_of = 0;
   int last_slot = kWordsSteps - 1, last_ng = -1, last_gi = -1;
-  // The words of the step (ng_, ks_) going to code-ring slot r_, which is step
-  // `step` of this warp (`real`: the step exists).
+  // The words of the step (ng_, ks_) going to code-ring slot r_ (`real`: the
+  // step exists); step_slot is its words slot where every step is copied.
   auto fill_words = [&](int ng_, int ks_, bool real, int r_, int step_slot) {
     if constexpr (kGroupsPerStep > 1) {
       if (real) copy_step_words(ng_, ks_, step_slot);
@@ -369,10 +356,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   clear_group();
   // C element e of tile (j, mt): column r = 2 j + (e >> 1), row 2 t + (e & 1)
-  // + 8 mt. A group's scales and zero points are read from its ring slot only
+  // + 8 mt. A group's scales and zero points are read from its words slot only
   // here; the warp-wide syncs around the reads order them after the other
-  // lanes' copies into the slot (waited for with the group's last unit) and
-  // before the copy that refills it. The fold runs at least once per step (128 of k),
+  // lanes' copies into the slot (in the commit group of the step's first unit,
+  // or an earlier step's, so waited for by now) and before the copy that
+  // refills it. The fold runs at least once per step (128 of k),
   // so the cancellation of magic * sum(a) is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
@@ -788,17 +776,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
                              int split_k_override, cudaStream_t stream) {
   if (!StreamGemmSupports(args)) return cudaErrorNotSupported;
   StreamParams p{};
-  p.a = args.a;
-  p.codes = args.codes;
-  p.scales = args.scales;
-  p.zero_points = args.zero_points;
-  p.bias = args.bias;
-  p.out = args.out;
-  p.workspace = args.workspace;
-  p.M = args.M;
-  p.N = args.N;
-  p.K = args.K;
-  p.n_pad = args.n_pad;
+  copy_operands(args, &p);
   p.kt_total = static_cast<int>(args.k_pad / 16);
   p.n_tiles = static_cast<int>(args.n_pad / 64);
   p.k_blocks = static_cast<int>(args.k_blocks);

@@ -101,7 +101,9 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 #ifndef JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER
 #define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER 8
 #endif
-constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;  // portable cluster size
+constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;
+static_assert(kTileSplitMaxCluster >= 1 && kTileSplitMaxCluster <= 8,
+              "8 blocks is the portable cluster size, which every sm_90+ part can place");
 constexpr int kTileSplitMinBlocks = 64;
 constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
 // split_k_override = -C asks for the tile-split grid with C blocks per tile
@@ -145,12 +147,11 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   auto tile_split_smem = [&](int64_t C) {
     return fixed_bytes + ceil_div(L, C) * step_bytes;
   };
-  // Whether C blocks per tile can run: clusters need sm_90 (and at most 8
-  // blocks, the portable cluster size, which every sm_90+ part can place),
-  // and every block needs a step of k and its shared memory.
+  // Whether C blocks per tile can run: clusters need sm_90 (and at most
+  // max_cluster blocks), and every block needs a step of k and its shared
+  // memory.
   auto tile_split_fits = [&](int64_t C) {
-    return (C == 1 || (C <= std::min(8, max_cluster) && device.compute_capability >= 90)) &&
-           C >= 1 && C <= L &&
+    return (C == 1 || (C <= max_cluster && device.compute_capability >= 90)) && C <= L &&
            tile_split_smem(C) <= device.max_shared_bytes_per_block &&
            n_tiles * C <= INT32_MAX / 2 && n_tiles * L <= INT32_MAX / 2;
   };
