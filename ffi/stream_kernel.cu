@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // was 14% slower (session 4, call 4). Lane g + 4t reads the 16 scale bytes
   // and the zero-point word of its row g.
   const uint32_t words_warp = smem_base + kRingBytes + warp * kWarpWordsBytes<kGroupsPerStep>;
-  // Copies the words of the step (ng_, ks_) into words slot `slot`. Lane c
+  // Groups under 128: copies the words of the step (ng_, ks_) into words slot `slot`. Lane c
   // copies 16-byte chunk c, c + 32, ... of the slot's kGroupsPerStep x (8
   // chunks of scales, then 2 of zero points); groups past k are zero-filled.
   auto copy_step_words = [&](int ng_, int ks_, int slot) {
@@ -181,10 +181,24 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Groups under 128 (several a step): step i's words are in slot i mod
   // kWordsSteps. Groups of 128 or more: only a new group or tile is copied,
   // into the next slot, and the ring slot r of a step in flight records its
-  // words slot in bits 2r, 2r + 1 of words_slot_of.
+  // words slot in bits 2r, 2r + 1 of words_slot_of. Such a group's words are
+  // one 16-byte chunk per lane (lanes 0-7 the scales, 8-9 the zero points),
+  // copied from a per-lane base: the general copy above, with its per-chunk
+  // index math, cost ~40 instructions a step of the GEMV's ~545 (SASS,
+  // session 5). Their group index is always < k_blocks: a step starts below
+  // k_pad - 15 < K.
   static_assert(kWordsSteps <= 4, "words_slot_of holds 2 bits per ring slot");
   uint32_t words_slot_of = 0;
   int last_slot = kWordsSteps - 1, last_ng = -1, last_gi = -1;
+  constexpr int kWordChunks = kZP == ZeroPointKind::kPacked4 ? 10 : 8;
+  const bool scale_lane = lane < 8;
+  const unsigned char* const words_src =
+      scale_lane ? reinterpret_cast<const unsigned char*>(scales) + 16 * lane
+                 : reinterpret_cast<const unsigned char*>(zero_points) + 16 * (lane - 8);
+  const int words_row_bytes =
+      scale_lane ? static_cast<int>(p.n_pad) * static_cast<int>(sizeof(T))
+                 : static_cast<int>(p.n_pad / 2);
+  const int words_tile_bytes = scale_lane ? 64 * static_cast<int>(sizeof(T)) : 32;
   // The words of the step (ng_, ks_) going to code-ring slot r_ (`real`: the
   // step exists); step_slot is its words slot where every step is copied.
   auto fill_words = [&](int ng_, int ks_, bool real, int r_, int step_slot) {
@@ -196,7 +210,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         last_slot = last_slot + 1 == kWordsSteps ? 0 : last_slot + 1;
         last_ng = ng_;
         last_gi = gi;
-        copy_step_words(ng_, ks_, last_slot);
+        if (lane < kWordChunks)
+          cp_async_16(words_warp + last_slot * kGroupWordBytes + 16 * lane,
+                      words_src + static_cast<int64_t>(gi) * words_row_bytes +
+                          static_cast<int64_t>(tile_of(ng_)) * words_tile_bytes,
+                      16);
       }
       words_slot_of = (words_slot_of & ~(3u << (2 * r_))) | (uint32_t(last_slot) << (2 * r_));
     }
@@ -320,26 +338,30 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
   // The tensor cores take (magic + c), exact, for every weight, and the
-  // offset, the zero point and the scale are applied once per group in fp32:
-  //   sum_k a (c - zp) s = s (sum_k a (magic + c) - (magic + zp) sum_k a),
-  // with sum_k a per row and group computed once per block from the staged A.
-  // The loop is then 4 LOP3 + 3 SHF + HMMAs per code word, no half2
-  // arithmetic; the price is the cancellation of magic * sum(a) in fp32.
+  // offsets, the zero point and the scale are applied once per group in fp32:
+  //   sum_k a (c - zp) s = s (sum_k a (magic_k + c) - X - zp S),
+  //   X = sum_k magic_k a,  S = sum_k a,
+  // with X and S per row and group computed once per block from the staged
+  // A. magic_k is 128 for bf16; for fp16 1024 at k = 0..7 and 64 at k = 8..15
+  // of every 16 (magic_codes_word). The loop is then 4 LOP3 + 3 SHF (bf16) or
+  // 4 LOP3 + 1 SHF (fp16) + HMMAs per code word, no half2 arithmetic; the
+  // price is the cancellation of X in fp32.
+  constexpr bool kOneMagic = kMagicLowK<T> == kMagicHighK<T>;
   float part[4][kMT][4];  // sums of a (magic + c) since the last fold
-  float a_sum[kMT][2];    // the same span's sums of a, rows 2t + h + 8 mt
-  constexpr float kMagicF = kBF16 ? 128.f : 1024.f;
+  float a_sum[kMT][2];    // the same span's S, rows 2t + h + 8 mt
+  float a_magic[kMT][2];  // and its X (unused where kOneMagic: X = magic S)
   auto clear_group = [&]() {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) a_sum[mt][h] = 0.f;
+      for (int h = 0; h < 2; ++h) a_sum[mt][h] = a_magic[mt][h] = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) part[j][mt][e] = 0.f;
     }
   };
-  // Sums of A per (step, group slot, row), computed once per block below.
+  // Sums of A per (step, group slot, row), X then S, computed once per block below.
   const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
     const int t = lane & 3;
@@ -349,8 +371,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int h = 0; h < 2; ++h) {
         const int m = 2 * t + h + 8 * mt;
         if (m < rows) {
-          a_sum[mt][h] += __uint_as_float(
-              lds_32(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * 4));
+          const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * 8);
+          a_sum[mt][h] += __uint_as_float(sums.y);
+          if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
         }
       }
   };
@@ -377,13 +400,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       const float scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
                                 : __half2float(__ushort_as_half(bits));
       const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (group_zeros >> (4 * r)) & 0xFu : 8u;
-      const float offset = kMagicF + static_cast<float>(zp);
+      const float offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp)
+                                     : static_cast<float>(zp);
       const int j = r >> 1, h = r & 1;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          const float centered = fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e]);
+          const float centered =
+              kOneMagic ? fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e])
+                        : fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e] - a_magic[mt][e & 1]);
           acc[j][mt][e] = fmaf(centered, scale, acc[j][mt][e]);
         }
     }
@@ -396,14 +422,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // thread's A chunks have landed; the barrier makes everyone's visible.
   cp_async_wait<kRingUnits>();
   __syncthreads();
-  // Each group's sum of activations per row, in fp32, once per block (every
-  // warp of the block shares the k-range): a thread per sum, reading its
-  // kSlotK elements 8 at a time into four independent partial sums, so a sum
-  // costs kSlotK / 8 16-byte reads and ~kSlotK / 8 dependent adds (one
-  // element at a time, 128 dependent adds, it stalled the block ~1 us before
-  // its first step). A shuffle tree over 16 lanes per sum measured slower
-  // where a block has many sums (4096 x 6144 at M = 16: 512; session 4,
-  // call 2). The order is fixed: the same sums every run.
+  // Each group's sums of activations per row (X and S above), in fp32, once
+  // per block (the block's warps share its staged k-steps): a thread per
+  // (step, group, row), reading its kSlotK elements 16 bytes at a time, k =
+  // 0..7 and 8..15 of every 16 (the even and the odd chunks) in two chains of
+  // adds of four pair sums each. One element at a time, 128 dependent adds
+  // stalled the block ~1 us before its first step, and a shuffle tree over 16
+  // lanes per sum measured slower where a block has many sums (4096 x 6144 at
+  // M = 16: 512; session 4, call 2). The order is fixed: the same sums every
+  // run.
   {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
     const int n_items = n_stage * kGroupsPerStep * rows;
@@ -413,17 +440,20 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       const int i = item / (rows * kGroupsPerStep);
       const unsigned char* src =
           smem + kAOffset + i * a_step_bytes + row * kARowBytes + 2 * slot * kSlotK;
-      float partial[4] = {0.f, 0.f, 0.f, 0.f};
+      float low_k = 0.f, high_k = 0.f;
 #pragma unroll
       for (int c = 0; c < kSlotK / 8; ++c) {
         const uint4 v = *reinterpret_cast<const uint4*>(src + 16 * c);
-        partial[0] += pair_sum<T>(v.x);
-        partial[1] += pair_sum<T>(v.y);
-        partial[2] += pair_sum<T>(v.z);
-        partial[3] += pair_sum<T>(v.w);
+        const float chunk = (pair_sum<T>(v.x) + pair_sum<T>(v.y)) +
+                            (pair_sum<T>(v.z) + pair_sum<T>(v.w));
+        if (c % 2 == 0)
+          low_k += chunk;
+        else
+          high_k += chunk;
       }
-      *reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + 4 * item) =
-          (partial[0] + partial[1]) + (partial[2] + partial[3]);
+      float* sums = reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + 8 * item);
+      sums[0] = fmaf(kMagicLowK<T>, low_k, kMagicHighK<T> * high_k);  // X
+      sums[1] = low_k + high_k;                                        // S
     }
     __syncthreads();
   }

@@ -47,6 +47,8 @@ constexpr int64_t words_ring_bytes(int64_t groups_per_step) {
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
 // and the read is conflict-free.
 constexpr int kARowBytes = 2 * kStepK + 16;
+// Per staged step, row and group: the two fp32 sums of A the fold takes.
+constexpr int kSumsBytes = 8;
 // A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
 // is unit 7's k 8-15, i.e. one unpadded row of a step.
 constexpr int kZeroRowBytes = 2 * kStepK;
@@ -120,9 +122,9 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t L = ceil_div(args.k_pad / 16, kStepUnits);
   const int64_t T = n_groups * L;
   if (T > INT32_MAX / 2) return false;
-  // Per step of the block: A's rows, and one fp32 sum of A per row and group.
+  // Per step of the block: A's rows, and two fp32 sums of A per row and group.
   const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
-  const int64_t step_bytes = args.M * (kARowBytes + 4 * groups_per_step);
+  const int64_t step_bytes = args.M * (kARowBytes + kSumsBytes * groups_per_step);
   // The rings (codes and group words) and the zero row: the fixed part.
   const int64_t fixed_bytes = kRingBytes + words_ring_bytes(groups_per_step) + kZeroRowBytes;
   const int64_t parts_cap = std::min<int64_t>(

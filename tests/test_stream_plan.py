@@ -102,13 +102,13 @@ def _cases(split_k):
         yield device, (M, K, N, block, workspace, *DEVICES[device], split_k)
 
 
-def _fixed_bytes(sums):
+def _fixed_bytes(groups_per_step):
     """The code ring, the group-words ring (8 warps x 3 steps x groups per step), the zero row."""
-    return RING_BYTES + 8 * 3 * (sums // 4) * GROUP_WORD_BYTES + ZERO_ROW_BYTES
+    return RING_BYTES + 8 * 3 * groups_per_step * GROUP_WORD_BYTES + ZERO_ROW_BYTES
 
 
 def _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc):
-    smem = _fixed_bytes(sums) + -(-L // C) * M * (A_ROW_BYTES + sums)
+    smem = _fixed_bytes(sums // 8) + -(-L // C) * M * (A_ROW_BYTES + sums)
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 
@@ -125,7 +125,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         B, T, L, smem, any_cut, parts, tile_split = got
         n_pad = _layout.n_pad(N)
         k_pad = -(-K // block) * block
-        sums = 4 * max(1, 128 // block)  # one fp32 sum of A per row and group, per step
+        sums = 8 * max(1, 128 // block)  # two fp32 sums of A per row and group, per step
         assert L == -(-k_pad // 128), case
         n_tiles = n_pad // 64
         if tile_split:
@@ -161,7 +161,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         assert parts <= MAX_PARTS, (case, got)  # the reduce kernel adds no more
         # The largest block's A steps, the zero row and the ring fit its
         # shared memory, which fits the device.
-        assert smem == _fixed_bytes(sums) + most_steps * M * (A_ROW_BYTES + sums), (
+        assert smem == _fixed_bytes(sums // 8) + most_steps * M * (A_ROW_BYTES + sums), (
             case, got)
         assert smem <= smem_limit, (case, got)
         if split_k > 0:  # an aligned split: every group cut the same way
