@@ -73,6 +73,72 @@ __device__ __forceinline__ void cp_async_stream_16(uint32_t dst, const void* src
 #endif
 }
 
+// Hopper's bulk copy (TMA, 1-D) and the shared-memory barrier it completes
+// (sm_90). One instruction from one lane moves a whole contiguous run of
+// bytes global -> shared; the barrier's phase completes when the expected
+// byte count has landed and its one arrival (the producer's) is in, so the
+// consumers wait once per run instead of once per 16 bytes. The streaming
+// kernel's code ring uses them (stream_kernel.cu, kBulkRing).
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t arrivals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+#endif
+}
+
+// Makes initialized barriers visible to the async proxy (the copy engine)
+// before any copy may complete on them.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+// The producer's arrival, announcing `bytes` more to land in this phase
+// (0: the phase completes at once).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+#endif
+}
+
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared,
+// counted against barrier `bar`. The evict-first policy: codes are read once.
+__device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes,
+                                                    uint32_t bar, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+      "[%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+
+// Blocks until the phase of `bar` with this parity has completed; the data
+// it counted is then visible to the calling thread.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_again:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_again;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
 // Closes the group of cp.async issued since the last commit, so that "wait
 // until at most N groups are pending" means "all but the N newest groups have
 // landed" (the tiled kernel commits one group per k-tile, the streaming kernel

@@ -18,6 +18,9 @@
 //    filled by cp.async, one commit group per unit, so unit u of step i + 2
 //    is in flight while unit u of step i is consumed; the groups' scales and
 //    zero points ride the same commit groups into a small ring of their own.
+//    On sm_90 the stream-K grid fills the ring with bulk copies (TMA) of 2 KB
+//    runs, each completed on a shared-memory barrier (fewer instructions per
+//    step, and measured faster there; see the ring below).
 //    No barrier and no shared stage between warps: they drift freely and
 //    hide each other's latency. The depth is Little's law (at ~3.5 us of
 //    loaded latency, 4 TB/s needs ~105 KB in flight per SM); a 3-step ring
@@ -230,7 +233,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const int rows = static_cast<int>(p.M);
   const int a_step_bytes = rows * kARowBytes;
   constexpr int kZeroRowOffset = kRingBytes + kStreamWarps * kWarpWordsBytes<kGroupsPerStep>;
-  constexpr int kAOffset = kZeroRowOffset + kZeroRowBytes;
+  constexpr int kBarrierOffset = kZeroRowOffset + kZeroRowBytes;
+  constexpr int kAOffset = kBarrierOffset + kBarrierBytes;
   const uint32_t zero_row = smem_base + kZeroRowOffset;
   const uint32_t a_base = smem_base + kAOffset;
   {
@@ -252,11 +256,51 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     cp_async_commit();
   }
 
-  // The first kRingSteps steps' codes and group words, one commit group per
+  // The code ring. sm_80: cp.async, 16 bytes a lane, one commit group per
   // unit (empty groups where a unit does not exist, so that the unit consumed
-  // next is always exactly kRingUnits - 1 groups back). Step i lives in ring
-  // slot i % kRingSteps.
-  const uint32_t ring_lane = smem_base + warp * (kRingUnits * kUnitBytes) + lane * 16;
+  // next is always exactly kRingUnits - 1 groups back); the group words ride
+  // in the commit group of a step's first unit. sm_90 (kBulkRing): one bulk
+  // copy per run of kBulkRunUnits units (2 KB), issued by lane 0 and waited
+  // for once through the run's barrier. Per step that replaces 8 LDGSTS, the
+  // 24 predicated-off LDS ptxas puts before them (its guard against the WAR
+  // on the slot), 8 commits and 8 waits with 2 copies and 2 waits (SASS,
+  // session 5). A run past k copies only its units that exist: the stale
+  // bytes after them decode to finite weights that meet zero activations. The
+  // group words keep cp.async, one commit group per step. Measured (session
+  // 5, call 4), the bulk ring took the stream-K GEMVs 4-5% faster (8192 x
+  // 28672 at M = 1: 45.6 -> 43.8 us) and the tile split's 1 us slower (4096
+  // x 4096: 7.7 -> 8.8 us; its warps have 2-4 steps each, and a run waits for
+  // 2 KB where a unit waited for 512 bytes), so the tile split keeps
+  // cp.async. Step i lives in ring slot i % kRingSteps.
+#if __CUDA_ARCH__ >= 900
+  constexpr bool kBulkRing = !kTileSplit;
+#else
+  constexpr bool kBulkRing = false;
+#endif
+  const uint32_t ring_warp = smem_base + warp * (kRingUnits * kUnitBytes);
+  const uint32_t ring_lane = ring_warp + lane * 16;
+  const uint32_t run_barriers = smem_base + kBarrierOffset + warp * (kBulkRuns * 8);
+  const uint64_t code_policy = kBulkRing ? evict_first_policy() : 0;
+  // Lane 0: run `run` of the ring (ring slot run / 2, units 4 (run % 2) ..)
+  // gets the units of the step whose codes start at `step_codes` and which
+  // has `units` units, those of the run that exist.
+  auto fill_run = [&](int run, const uint4* step_codes, int units) {
+    const int first = (run % (kStepUnits / kBulkRunUnits)) * kBulkRunUnits;
+    const int n = min(max(units - first, 0), kBulkRunUnits);
+    const uint32_t bar = run_barriers + 8 * run;
+    mbarrier_arrive_expect_tx(bar, n * kUnitBytes);
+    if (n > 0)
+      bulk_copy_to_shared(ring_warp + run * (kBulkRunUnits * kUnitBytes),
+                          step_codes + first * (kUnitWords / 4), n * kUnitBytes, bar, code_policy);
+  };
+  uint32_t run_phases = 0;  // bit r: the parity of run r's next phase
+  if constexpr (kBulkRing) {
+    if (lane == 0) {
+      for (int r = 0; r < kBulkRuns; ++r) mbarrier_init(run_barriers + 8 * r, 1);
+      fence_mbarrier_init();
+    }
+    __syncwarp();
+  }
   auto advance = [&](int& ng_, int& ks_) {
     if (++ks_ == p.k_steps) {
       ks_ = 0;
@@ -273,12 +317,22 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     for (int r = 0; r < kRingSteps; ++r) {
       const int valid_r = r < n_steps ? units_in(ng_fill, ks_fill) : 0;
       const uint4* src = codes_at(ng_fill, ks_fill);
+      if constexpr (kBulkRing) {
+        if (lane == 0) {
 #pragma unroll
-      for (int u = 0; u < kStepUnits; ++u) {
-        cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
-                           src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
-        if (u == 0) fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
+          for (int h = 0; h < kStepUnits / kBulkRunUnits; ++h)
+            fill_run(r * (kStepUnits / kBulkRunUnits) + h, src - lane, valid_r);
+        }
+        fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
         cp_async_commit();
+      } else {
+#pragma unroll
+        for (int u = 0; u < kStepUnits; ++u) {
+          cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
+                             src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
+          if (u == 0) fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
+          cp_async_commit();
+        }
       }
       advance(ng_fill, ks_fill);
     }
@@ -418,9 +472,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
 
-  // A is the oldest group: once at most the 16 code groups are pending, this
-  // thread's A chunks have landed; the barrier makes everyone's visible.
-  cp_async_wait<kRingUnits>();
+  // A is the oldest group: once at most the ring's later groups are pending,
+  // this thread's A chunks have landed; the barrier makes everyone's visible.
+  if constexpr (kBulkRing)
+    cp_async_wait<kRingSteps>();  // A, then one words group per step
+  else
+    cp_async_wait<kRingUnits>();
   __syncthreads();
   // Each group's sums of activations per row (X and S above), in fp32, once
   // per block (the block's warps share its staged k-steps): a thread per
@@ -478,15 +535,32 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const uint32_t a_step = a_lane + i_stage * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
 
+    if constexpr (kBulkRing) {
+      // This step's words were committed kRingSteps steps ago: all but the
+      // newest group have landed. Then the words of step i + kRingSteps.
+      cp_async_wait<kRingSteps - 1>();
+      fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
+                 words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
+      cp_async_commit();
+    }
     if (valid > 0) {
 #pragma unroll
       for (int u = 0; u < kStepUnits; ++u) {
-        // This unit's group is kRingUnits - 1 commits back. Each lane reads
-        // back only the 16 bytes it copied itself, so no barrier is needed.
-        // Units past k_pad (the last step of a column) were zero-filled and
-        // meet zero activations, so they are computed like any other: no
-        // branch per unit.
-        cp_async_wait<kRingUnits - 1>();
+        // sm_90: the run's barrier, once per run. sm_80: this unit's group is
+        // kRingUnits - 1 commits back; each lane reads back only the 16 bytes
+        // it copied itself, so no barrier is needed. Units past k_pad (the
+        // last step of a column) were zero-filled (sm_80) or hold stale codes
+        // (sm_90) and meet zero activations, so they are computed like any
+        // other: no branch per unit.
+        if constexpr (kBulkRing) {
+          if (u % kBulkRunUnits == 0) {
+            const int run = ring_slot * (kStepUnits / kBulkRunUnits) + u / kBulkRunUnits;
+            mbarrier_wait(run_barriers + 8 * run, (run_phases >> run) & 1u);
+            run_phases ^= 1u << run;
+          }
+        } else {
+          cp_async_wait<kRingUnits - 1>();
+        }
         const uint4 q = lds_128(ring_step + u * kUnitBytes);
         uint32_t b[kMT][2];
         if constexpr (kMT == 1) {
@@ -518,24 +592,38 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           add_sums(i_stage, slot);
           fold_group(step_words, slot);
         }
-        // Refill the slot with unit u of step i + kRingSteps (zero-filled where
-        // that unit does not exist). The empty asm consumes the words read
-        // from the slot, so the LDS has returned before the copy that
-        // overwrites the slot can issue (volatile asm keeps this order).
-        asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
-        cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
-                           u < valid_fill ? 16 : 0);
-        if (u == 0)
-          fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
-                     words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
+        if constexpr (kBulkRing) {
+          // A run consumed: every lane's reads of it are done (the warp-wide
+          // sync orders them) before lane 0 refills it with the same run of
+          // step i + kRingSteps.
+          if (u % kBulkRunUnits == kBulkRunUnits - 1) {
+            __syncwarp();
+            if (lane == 0)
+              fill_run(ring_slot * (kStepUnits / kBulkRunUnits) + u / kBulkRunUnits,
+                       src_fill - lane, valid_fill);
+          }
+        } else {
+          // Refill the slot with unit u of step i + kRingSteps (zero-filled
+          // where that unit does not exist). The empty asm consumes the words
+          // read from the slot, so the LDS has returned before the copy that
+          // overwrites the slot can issue (volatile asm keeps this order).
+          asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
+          cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
+                             u < valid_fill ? 16 : 0);
+          if (u == 0)
+            fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
+                       words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
+        }
         if (kGroupUnits >= kStepUnits && u == kStepUnits - 1) {  // the step's one fold
           add_sums(i_stage, 0);
           fold_group(step_words, 0);
         }
-        cp_async_commit();
+        if constexpr (!kBulkRing) cp_async_commit();
       }
-    } else {
-      // An idle warp (past the last column tile) keeps its commit count.
+    } else if constexpr (!kBulkRing) {
+      // An idle warp (past the last column tile) keeps its commit count. (On
+      // sm_90 it has nothing to keep: once a warp's step is past the last
+      // tile, so are all its later ones, and their runs were 0-byte fills.)
 #pragma unroll
       for (int u = 0; u < kStepUnits; ++u) cp_async_commit();
     }

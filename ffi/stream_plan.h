@@ -43,6 +43,11 @@ constexpr int kWarpWordsBytes = kWordsSteps * kGroupsPerStep * kGroupWordBytes;
 constexpr int64_t words_ring_bytes(int64_t groups_per_step) {
   return int64_t{kStreamWarps} * kWordsSteps * groups_per_step * kGroupWordBytes;
 }
+// The code ring's shared-memory barriers (sm_90's bulk-copy ring: one per
+// run of kBulkRunUnits units per warp; reserved on every architecture).
+constexpr int kBulkRunUnits = 4;
+constexpr int kBulkRuns = kRingUnits / kBulkRunUnits;
+constexpr int kBarrierBytes = kStreamWarps * kBulkRuns * 8;
 // One staged A row per step: 128 halves plus 16 bytes of padding, so that the
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
 // and the read is conflict-free.
@@ -125,8 +130,10 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // Per step of the block: A's rows, and two fp32 sums of A per row and group.
   const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
   const int64_t step_bytes = args.M * (kARowBytes + kSumsBytes * groups_per_step);
-  // The rings (codes and group words) and the zero row: the fixed part.
-  const int64_t fixed_bytes = kRingBytes + words_ring_bytes(groups_per_step) + kZeroRowBytes;
+  // The rings (codes and group words), the zero row and the ring's barriers:
+  // the fixed part.
+  const int64_t fixed_bytes =
+      kRingBytes + words_ring_bytes(groups_per_step) + kZeroRowBytes + kBarrierBytes;
   const int64_t parts_cap = std::min<int64_t>(
       kMaxStreamParts,
       args.workspace != nullptr ? args.workspace_elems / (args.M * args.n_pad) : 0);
