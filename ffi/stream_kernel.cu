@@ -140,14 +140,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
   // A group's words (its 64 scales, 128 bytes in fragment order, and 8 packed
-  // zero-point words, 32 bytes) travel with the codes: cp.async puts a step's
-  // groups in a per-warp ring of kWordsSteps slots of kGroupsPerStep groups, in
-  // the commit group of the step's first unit, so they arrive as far ahead as
-  // the codes do. (Loaded into registers one step ahead, their DRAM latency
+  // zero-point words, 32 bytes) travel as far ahead as the codes: cp.async
+  // puts a step's groups in a per-warp ring of kWordsSteps slots of
+  // kGroupsPerStep groups, in the commit group of the step's first unit (the
+  // cp.async code ring) or in a commit group of their own per step (the bulk
+  // ring, below). (Loaded into registers one step ahead, their DRAM latency
   // was exposed: the first use of the scales held 32% of the warp-stall
   // samples of the 8192 x 28672 GEMV, session 4, call 1.) The copy for step
-  // i + kRingSteps issues at step i's first unit, before step i's folds, hence
-  // one slot more than the code ring. A slot is filled only where a group or a
+  // i + kRingSteps issues at step i's first unit or start, before step i's
+  // folds, hence one slot more than the code ring. A slot is filled only where a group or a
   // tile starts, so a group that spans many steps (per-channel: all of k) is
   // copied once; each step in the code ring remembers its slot (2 bits per
   // ring slot in words_slot_of). Copied with every step, the per-channel GEMV
@@ -188,8 +189,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // one 16-byte chunk per lane (lanes 0-7 the scales, 8-9 the zero points),
   // copied from a per-lane base: the general copy above, with its per-chunk
   // index math, cost ~40 instructions a step of the GEMV's ~545 (SASS,
-  // session 5). Their group index is always < k_blocks: a step starts below
-  // k_pad - 15 < K.
+  // session 5). Their group index is always < k_blocks, so the copy needs no
+  // zero-fill: a step starts below k_pad = k_blocks x group_size. (Whole
+  // steps can lie past K, with groups of 256 or more; their group is still a
+  // real one, and their activations are zero.)
   static_assert(kWordsSteps <= 4, "words_slot_of holds 2 bits per ring slot");
   uint32_t words_slot_of = 0;
   int last_slot = kWordsSteps - 1, last_ng = -1, last_gi = -1;
@@ -272,6 +275,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // x 4096: 7.7 -> 8.8 us; its warps have 2-4 steps each, and a run waits for
   // 2 KB where a unit waited for 512 bytes), so the tile split keeps
   // cp.async. Step i lives in ring slot i % kRingSteps.
+  // (Measured on the H200 only; newer parts take it too, from the sm_90 code.)
 #if __CUDA_ARCH__ >= 900
   constexpr bool kBulkRing = !kTileSplit;
 #else
@@ -401,7 +405,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // 4 LOP3 + 1 SHF (fp16) + HMMAs per code word, no half2 arithmetic; the
   // price is the cancellation of X in fp32.
   constexpr bool kOneMagic = kMagicLowK<T> == kMagicHighK<T>;
-  float part[4][kMT][4];  // sums of a (magic + c) since the last fold
+  float part[4][kMT][4];  // sums of a (magic_k + c) since the last fold
   float a_sum[kMT][2];    // the same span's S, rows 2t + h + 8 mt
   float a_magic[kMT][2];  // and its X (unused where kOneMagic: X = magic S)
   auto clear_group = [&]() {
@@ -425,7 +429,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int h = 0; h < 2; ++h) {
         const int m = 2 * t + h + 8 * mt;
         if (m < rows) {
-          const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * 8);
+          const uint2 sums =
+              lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * kSumsBytes);
           a_sum[mt][h] += __uint_as_float(sums.y);
           if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
         }
@@ -436,9 +441,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // + 8 mt. A group's scales and zero points are read from its words slot only
   // here; the warp-wide syncs around the reads order them after the other
   // lanes' copies into the slot (in the commit group of the step's first unit,
-  // or an earlier step's, so waited for by now) and before the copy that
-  // refills it. The fold runs at least once per step (128 of k),
-  // so the cancellation of magic * sum(a) is over at most 128 products
+  // or of its start on the bulk ring, or an earlier step's: waited for by
+  // now) and before the copy that refills it. The fold runs at least once per step (128 of k),
+  // so the cancellation of X is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
   auto fold_group = [&](int words_slot, int slot) {
@@ -508,7 +513,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         else
           high_k += chunk;
       }
-      float* sums = reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + 8 * item);
+      float* sums =
+          reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + kSumsBytes * item);
       sums[0] = fmaf(kMagicLowK<T>, low_k, kMagicHighK<T> * high_k);  // X
       sums[1] = low_k + high_k;                                        // S
     }
@@ -549,8 +555,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         // sm_90: the run's barrier, once per run. sm_80: this unit's group is
         // kRingUnits - 1 commits back; each lane reads back only the 16 bytes
         // it copied itself, so no barrier is needed. Units past k_pad (the
-        // last step of a column) were zero-filled (sm_80) or hold stale codes
-        // (sm_90) and meet zero activations, so they are computed like any
+        // last step of a column) were zero-filled (cp.async) or hold stale
+        // codes (bulk ring) and meet zero activations, so they are computed like any
         // other: no branch per unit.
         if constexpr (kBulkRing) {
           if (u % kBulkRunUnits == 0) {
@@ -621,9 +627,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if constexpr (!kBulkRing) cp_async_commit();
       }
     } else if constexpr (!kBulkRing) {
-      // An idle warp (past the last column tile) keeps its commit count. (On
-      // sm_90 it has nothing to keep: once a warp's step is past the last
-      // tile, so are all its later ones, and their runs were 0-byte fills.)
+      // An idle warp (past the last column tile) keeps its commit count. (The
+      // bulk ring has nothing to keep, because once a warp's step is past the
+      // last tile so are all its later ones: tile_of grows with the column
+      // group, and every k-step of a tile has a unit. Their runs were 0-byte
+      // arrivals that no one waits for, and every run that carried bytes was
+      // waited for in its own step, so no bulk copy is in flight when the
+      // block ends. A grid where an idle step could precede a real one would
+      // have to wait and refill on idle steps too.)
 #pragma unroll
       for (int u = 0; u < kStepUnits; ++u) cp_async_commit();
     }

@@ -53,7 +53,7 @@ constexpr int kBarrierBytes = kStreamWarps * kBulkRuns * 8;
 // and the read is conflict-free.
 constexpr int kARowBytes = 2 * kStepK + 16;
 // Per staged step, row and group: the two fp32 sums of A the fold takes.
-constexpr int kSumsBytes = 8;
+constexpr int kSumsBytes = 2 * sizeof(float);
 // A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
 // is unit 7's k 8-15, i.e. one unpadded row of a step.
 constexpr int kZeroRowBytes = 2 * kStepK;

@@ -104,8 +104,9 @@ def _cases(split_k):
 
 def _fixed_bytes(groups_per_step):
     """The code ring, the group-words ring (8 warps x 3 steps x groups per step), the zero
-    row, the code ring's barriers (8 warps x 4 runs x 8 bytes)."""
-    return RING_BYTES + 8 * 3 * groups_per_step * GROUP_WORD_BYTES + ZERO_ROW_BYTES + 8 * 4 * 8
+    row, the code ring's barriers (one of 8 bytes per 4-unit run of the ring)."""
+    return (RING_BYTES + 8 * 3 * groups_per_step * GROUP_WORD_BYTES + ZERO_ROW_BYTES
+            + RING_BYTES // (4 * 512) * 8)
 
 
 def _tile_split_fits(C, L, M, n_tiles, sums, smem_limit, cc):
