@@ -381,18 +381,61 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   // Writes this warp's 64 columns of column group ng_: straight to out when
   // the group lies in one block, else as fp32 partial `slot` for the reduce.
+  // A lane's outputs are kMT x 2 rows (2 t + h + 8 mt) by 8 columns (16 j + 8
+  // c + g): one row address each, the columns as immediate offsets from it,
+  // and the bias read once per column. (Indexed per output, with 64-bit
+  // products, the flush of the 16-row kernel was ~1,000 instructions a warp,
+  // run once or twice per block: ~15% of a block's instructions at M = 16;
+  // SASS, session 5.)
   auto flush = [&](int ng_, int parts, int slot) {
-    const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64;
-    for_each_output([&](float& v, int m, int column) {
-      const int64_t n = n0 + column;
-      if (m < p.M) {
-        if (parts != 1)
-          p.workspace[(slot * p.M + m) * p.n_pad + n] = v;
-        else if (n < p.N)
-          store_with_bias(out, bias, m, n, p.N, v);
-      }
-      v = 0.f;
-    });
+    const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
+    const int t = lane & 3;
+    if (parts != 1) {
+      float* const part_base = p.workspace + slot * p.M * p.n_pad + n0;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = 2 * t + h + 8 * mt;
+          if (m < rows) {
+            float* const row = part_base + m * p.n_pad;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = acc[j][mt][2 * c + h];
+          }
+        }
+    } else {
+      float column_bias[4][2];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int64_t n = n0 + 16 * j + 8 * c;
+          column_bias[j][c] = bias != nullptr && n < p.N ? to_float<T>(bias[n]) : 0.f;
+        }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = 2 * t + h + 8 * mt;
+          if (m < rows) {
+            T* const row = out + m * p.N + n0;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int c = 0; c < 2; ++c)
+                if (n0 + 16 * j + 8 * c < p.N)
+                  row[16 * j + 8 * c] = from_float<T>(acc[j][mt][2 * c + h] + column_bias[j][c]);
+          }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][mt][e] = 0.f;
   };
 
   // The tensor cores take (magic + c), exact, for every weight, and the
