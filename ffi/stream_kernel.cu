@@ -132,11 +132,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   auto units_in = [&](int ng_, int ks_) {
     return tile_of(ng_) < p.n_tiles ? min(kStepUnits, p.kt_total - ks_ * kStepUnits) : 0;
   };
+  // The codes of the step (ng_, ks_): kStepUnits units of 32 x 16 bytes.
   auto codes_at = [&](int ng_, int ks_) {
     return reinterpret_cast<const uint4*>(
-               p.codes + (static_cast<int64_t>(tile_of(ng_)) * p.kt_total + ks_ * kStepUnits) *
-                             kUnitWords) +
-           lane;
+        p.codes + (static_cast<int64_t>(tile_of(ng_)) * p.kt_total + ks_ * kStepUnits) *
+                      kUnitWords);
   };
 
   // A group's words (its 64 scales, 128 bytes in fragment order, and 8 packed
@@ -285,11 +285,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const uint32_t ring_lane = ring_warp + lane * 16;
   const uint32_t run_barriers = smem_base + kBarrierOffset + warp * (kBulkRuns * 8);
   const uint64_t code_policy = kBulkRing ? evict_first_policy() : 0;
-  // Lane 0: run `run` of the ring (ring slot run / 2, units 4 (run % 2) ..)
-  // gets the units of the step whose codes start at `step_codes` and which
-  // has `units` units, those of the run that exist.
-  auto fill_run = [&](int run, const uint4* step_codes, int units) {
-    const int first = (run % (kStepUnits / kBulkRunUnits)) * kBulkRunUnits;
+  // Lane 0: half `half` of ring slot `slot` (run 2 slot + half, units 4 half
+  // ..) gets those units of the step whose codes start at `step_codes` and
+  // which has `units` units, the ones that exist.
+  auto fill_run = [&](int slot, int half, const uint4* step_codes, int units) {
+    const int run = slot * (kStepUnits / kBulkRunUnits) + half;
+    const int first = half * kBulkRunUnits;
     const int n = min(max(units - first, 0), kBulkRunUnits);
     const uint32_t bar = run_barriers + 8 * run;
     mbarrier_arrive_expect_tx(bar, n * kUnitBytes);
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (lane == 0) {
 #pragma unroll
           for (int h = 0; h < kStepUnits / kBulkRunUnits; ++h)
-            fill_run(r * (kStepUnits / kBulkRunUnits) + h, src - lane, valid_r);
+            fill_run(r, h, src, valid_r);
         }
         fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
         cp_async_commit();
@@ -333,7 +334,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
         for (int u = 0; u < kStepUnits; ++u) {
           cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
-                             src + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
+                             src + lane + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
           if (u == 0) fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
           cp_async_commit();
         }
@@ -568,9 +569,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   int words_i = 0;  // i mod kWordsSteps
   for (int i = 0; i < n_steps; ++i) {
     const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
-    const uint4* src_fill = codes_at(ng_fill, ks_fill);
-    // Opaque to the compiler from here on: it would otherwise recompute the
-    // address from scratch for every unit's copy (~20 instructions each).
+    // Step i + kRingSteps's codes: the step's start for the bulk ring's lane
+    // 0, this lane's 16 bytes of its first unit for cp.async. Opaque to the
+    // compiler from here on: it would otherwise recompute the address from
+    // scratch for every unit's copy (~20 instructions each).
+    const uint4* src_fill = codes_at(ng_fill, ks_fill) + (kBulkRing ? 0 : lane);
     asm volatile("" : "+l"(src_fill));
     const uint32_t ring_step = ring_lane + ring_slot * (kStepUnits * kUnitBytes);
     // This step's words slot, read before the refill of its ring slot
@@ -648,8 +651,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           if (u % kBulkRunUnits == kBulkRunUnits - 1) {
             __syncwarp();
             if (lane == 0)
-              fill_run(ring_slot * (kStepUnits / kBulkRunUnits) + u / kBulkRunUnits,
-                       src_fill - lane, valid_fill);
+              fill_run(ring_slot, u / kBulkRunUnits, src_fill, valid_fill);
           }
         } else {
           // Refill the slot with unit u of step i + kRingSteps (zero-filled
