@@ -3,9 +3,22 @@
 
 #include "xla/ffi/api/api.h"
 
+#ifdef JAX_MARLIN_CUDA_ARCHITECTURES
+#include "stream_kernel.h"
+#endif
+
 namespace jax_marlin {
 
 XLA_FFI_DECLARE_HANDLER_SYMBOL(MatMulNBitsCpuHandler);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(MatMulNBitsCudaHandler);
+
+#ifdef JAX_MARLIN_CUDA_ARCHITECTURES  // the CUDA module's sources only
+// The streaming kernel's grid for a 4-bit GEMM on the current device, as the
+// handler would plan it (`streams` false: the tiled kernel would take it);
+// for tests that must know which path they reach.
+cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                           int64_t split_k, bool* streams, StreamGridInfo* info);
+#endif
 
 }  // namespace jax_marlin

@@ -1,5 +1,8 @@
-// Binding module for the CUDA handler: it only hands out registrations and
-// says how it was built.
+// Binding module for the CUDA handler: it hands out registrations, says how it
+// was built, and shows the streaming kernel's plan to tests.
+#include <stdexcept>
+#include <string>
+
 #include <nanobind/nanobind.h>
 
 #include <cuda_runtime_api.h>
@@ -20,4 +23,28 @@ NB_MODULE(_cuda, m) {
         []() { return nb::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); });
   m.def("cuda_architectures", []() { return nb::str(JAX_MARLIN_CUDA_ARCHITECTURES); });
   m.def("cuda_runtime_version", []() { return CUDART_VERSION; });
+  // The streaming kernel's grid for a 4-bit GEMM on the current device (None
+  // where the tiled kernel would run it): tests use it to know which path a
+  // shape reaches, since every path gives the same answer.
+  m.def("stream_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
+                          int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                          int64_t split_k) -> nb::object {
+    bool streams = false;
+    jax_marlin::StreamGridInfo info{};
+    if (cudaError_t error = jax_marlin::PlanStreamGrid(M, K, N, block_size, zero_point_kind,
+                                                       bfloat16, workspace_floats, split_k,
+                                                       &streams, &info);
+        error != cudaSuccess) {
+      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
+    }
+    if (!streams) return nb::none();
+    nb::dict plan;
+    plan["blocks"] = info.blocks;
+    plan["k_steps"] = info.k_steps;
+    plan["total_steps"] = info.total_steps;
+    plan["smem_bytes"] = info.smem_bytes;
+    plan["max_parts"] = info.max_parts;
+    plan["tile_split"] = info.tile_split;
+    return plan;
+  });
 }

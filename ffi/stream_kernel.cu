@@ -946,19 +946,33 @@ bool StreamGemmSupports(const MarlinGemmArgs& args) {
           args.zero_point_kind == ZeroPointKind::kPacked4);
 }
 
+// plan_grid with what only the device can say: whether the cluster code is loaded.
+static bool plan_on_device(const MarlinGemmArgs& args, const DeviceLimits& device,
+                           int split_k_override, StreamPlan* plan) {
+  return StreamGemmSupports(args) &&
+         plan_grid(args, device, split_k_override, plan,
+                   cluster_code_loaded(device) ? kTileSplitMaxCluster : 1);
+}
+
+bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                    int split_k_override, StreamGridInfo* info) {
+  StreamPlan plan{};
+  const bool planned = plan_on_device(args, device, split_k_override, &plan);
+  *info = StreamGridInfo{plan.blocks,     plan.k_steps,   plan.total_steps,
+                         plan.smem_bytes, plan.max_parts, plan.tile_split};
+  return planned;
+}
+
 cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                              int split_k_override, cudaStream_t stream) {
-  if (!StreamGemmSupports(args)) return cudaErrorNotSupported;
+  StreamPlan plan{};
+  if (!plan_on_device(args, device, split_k_override, &plan)) return cudaErrorNotSupported;
   StreamParams p{};
   copy_operands(args, &p);
   p.kt_total = static_cast<int>(args.k_pad / 16);
   p.n_tiles = static_cast<int>(args.n_pad / 64);
   p.k_blocks = static_cast<int>(args.k_blocks);
   p.log2_group_units = log2_ceil(args.group_size / 16);
-  StreamPlan plan{};
-  if (!plan_grid(args, device, split_k_override, &plan,
-                 cluster_code_loaded(device) ? kTileSplitMaxCluster : 1))
-    return cudaErrorNotSupported;
   p.k_steps = plan.k_steps;
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;

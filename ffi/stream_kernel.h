@@ -20,4 +20,18 @@ bool StreamGemmSupports(const MarlinGemmArgs& args);
 cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                              int split_k_override, cudaStream_t stream);
 
+// The grid LaunchStreamGemm would launch, for tests and diagnostics (the
+// planner's choice is otherwise invisible: every grid gives the same answer).
+// Reads only the shape, group size, dtype and workspace size of `args`.
+struct StreamGridInfo {
+  int blocks;
+  int k_steps;             // steps of k per 64-column tile
+  int total_steps;
+  int smem_bytes;
+  int max_parts;           // partial sums per column group (1: no reduce kernel)
+  int tile_split;          // > 0: the tile split, this many blocks (a cluster) per tile
+};
+bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                    int split_k_override, StreamGridInfo* info);
+
 }  // namespace jax_marlin

@@ -34,6 +34,11 @@ def has_cuda_kernel() -> bool:
     return _cuda is not None
 
 
+def cuda_module():
+    """The CUDA binding module (for jax_marlin.ops.stream_plan); None if not built."""
+    return _cuda
+
+
 def build_info() -> dict:
     """What this installation was compiled with.
 

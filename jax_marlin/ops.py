@@ -179,6 +179,20 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
     return out.reshape(*lead, N)
 
 
+def stream_plan(M: int, w, dtype, split_k: int = 0):
+    """The streaming CUDA kernel's grid for an (M, K) x `w` GEMM on the current GPU, as
+    `_cuda` would launch it (a dict: blocks, k_steps, total_steps, smem_bytes, max_parts
+    (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split)), or None
+    where the tiled kernel runs it. Every path computes the same product, so tests ask this which one they hit.
+    """
+    if not _ffi.has_cuda_kernel():
+        raise RuntimeError("jax_marlin: stream_plan needs the CUDA module")
+    return _ffi.cuda_module().stream_plan(
+        M, _shapes.round_up(w.K, 8), w.N, w.block_size,
+        _ZERO_POINT_KINDS[w.zero_point_kind], jnp.dtype(dtype) == jnp.bfloat16,
+        _shapes.split_k_workspace_floats(M, _layout.n_pad(w.N)), split_k)
+
+
 def _cuda_rule(ctx, *args, **params):
     fn = functools.partial(_cuda, **params)
     return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)

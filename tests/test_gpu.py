@@ -154,6 +154,23 @@ def test_small_m_tile_split_on_a_projection_shape(rng, M):
     np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
 
 
+def test_stream_plan_reports_each_kernel(rng):
+    """ops.stream_plan (what tests use to know their path) against what it must say: a
+    decode GEMM streams; a forced aligned split gives that many parts; a forced tile
+    split (sm_90, clusters) gives that many blocks per tile and no reduce; M = 17 and up
+    is the tiled kernel's."""
+    w = make_case(rng, N=4096, K=4096, block_size=128, zp="packed",
+                  scale_dtype=np.float16).prepare()
+    plan = ops.stream_plan(1, w, np.float16)
+    assert plan is not None and plan["blocks"] > 0 and plan["k_steps"] == 4096 // 128, plan
+    forced = ops.stream_plan(1, w, np.float16, 3)
+    assert forced["max_parts"] == 3 and forced["tile_split"] == 0, forced
+    if float(jax.devices("gpu")[0].compute_capability) >= 9:
+        split = ops.stream_plan(1, w, np.float16, -4)
+        assert split["tile_split"] == 4 and split["max_parts"] == 1, split
+    assert ops.stream_plan(17, w, np.float16) is None
+
+
 @pytest.mark.parametrize("blocks_per_tile", [2, 3, 8])
 @pytest.mark.parametrize("M", [1, 11])
 def test_cluster_tile_split_sizes(rng, M, blocks_per_tile):

@@ -5,10 +5,10 @@
 # process, so every variant's ratios are against jnp.dot timed in that process.
 #   git archive wip/x | tar -x -C .variants/x   (here, per variant; a file
 #   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build)
-#   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT=all \
+#   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT="all reduce2" \
 #     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT=all \
 #     DECODE=" " DECODE_VARIANT=all NCU_SOURCE="--K 4096 --N 4096 --M 1" bash tools/ab_variants.sh
-# Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu.txt; all of
+# Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu_<name>.txt; all of
 # them also in $OUT/ab.tar.gz (the device returns only a few files per call).
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -22,6 +22,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv | 
 for n in $names; do
   mkdir -p "$OUT/$n"
   flags="$(cat ".variants/$n/CUDA_FLAGS" 2>/dev/null)"
+  rm -rf "/tmp/v/$n"  # pip --target keeps an existing package (a warm machine)
   (python3 -m pip install --no-build-isolation --no-deps --target "/tmp/v/$n" -v ".variants/$n" \
      -Ccmake.define.XLA_FFI_INCLUDE_DIR="$repo/.ffi/include" \
      -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 -Cbuild-dir="/tmp/build/$n" \
@@ -30,6 +31,15 @@ for n in $names; do
 done
 wait
 echo "builds done at $(( $(date +%s) - start )) s"
+
+# PLAN="--shapes 8192x28672 --ms 1,2": each variant's streaming grid (tools/show_plan.py).
+if [ -n "${PLAN-}" ]; then
+  for n in $names; do
+    echo "== plan $n"
+    # shellcheck disable=SC2086  # the arguments are split on purpose
+    (cd /tmp && PYTHONPATH="/tmp/v/$n" python3 "$repo/tools/show_plan.py" $PLAN 2>&1 | tail -24)
+  done
+fi
 
 for n in ${TESTS-}; do
   (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -q \
@@ -44,9 +54,11 @@ for tool in ${SANITIZE-}; do
     "$OUT/sanitize_$tool.log"
 done
 
-for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
-  echo "== ncu $shape on ${NCU_VARIANT:-main}"
-  PYTHONPATH="/tmp/v/${NCU_VARIANT:-main}" run_ncu "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu.txt"
+for v in ${NCU_VARIANT:-main}; do
+  for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
+    echo "== ncu $shape on $v"
+    PYTHONPATH="/tmp/v/$v" run_ncu "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu_$v.txt"
+  done
 done
 
 # NCU_SOURCE="--K 4096 --N 4096 --M 1;--K 8192 --N 28672 --M 1": per-SASS stall samples.
