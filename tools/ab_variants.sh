@@ -32,6 +32,13 @@ done
 wait
 echo "builds done at $(( $(date +%s) - start )) s"
 
+# WGMMA_PROBE=1: the wgmma layout and descriptor checks (tools/wgmma_probe.cu), first.
+if [ -n "${WGMMA_PROBE-}" ]; then
+  nvcc -gencode arch=compute_90a,code=sm_90a -O2 -o /tmp/wgmma_probe "$repo/tools/wgmma_probe.cu" \
+    >"$OUT/wgmma_probe.txt" 2>&1 && timeout 60 /tmp/wgmma_probe >>"$OUT/wgmma_probe.txt" 2>&1
+  echo "wgmma probe:"; tail -4 "$OUT/wgmma_probe.txt"
+fi
+
 # PLAN="--shapes 8192x28672 --ms 1,2": each variant's streaming grid (tools/show_plan.py).
 if [ -n "${PLAN-}" ]; then
   for n in $names; do
