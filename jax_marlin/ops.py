@@ -183,7 +183,8 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
     """The streaming CUDA kernel's grid for an (M, K) x `w` GEMM on the current GPU, as
     `_cuda` would launch it (a dict: blocks, k_steps, total_steps, smem_bytes, max_parts
     (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split)), or None
-    where the tiled kernel runs it. Every path computes the same product, so tests ask this which one they hit.
+    where the tiled kernel runs it. Every path computes the same product, so tests ask
+    this which one they hit.
     """
     if not _ffi.has_cuda_kernel():
         raise RuntimeError("jax_marlin: stream_plan needs the CUDA module")
