@@ -388,24 +388,28 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // products, the flush of the 16-row kernel was ~1,000 instructions a warp,
   // run once or twice per block: ~15% of a block's instructions at M = 16;
   // SASS, session 5.)
+  // Calls f(m, mt, h) for each of the lane's rows m = 2 t + h + 8 mt below M.
+  auto for_each_lane_row = [&](auto&& f) {
+    const int t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = 2 * t + h + 8 * mt;
+        if (m < rows) f(m, mt, h);
+      }
+  };
   auto flush = [&](int ng_, int parts, int slot) {
     const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
-    const int t = lane & 3;
     if (parts != 1) {
       float* const part_base = p.workspace + slot * p.M * p.n_pad + n0;
+      for_each_lane_row([&](int m, int mt, int h) {
+        float* const row = part_base + m * p.n_pad;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = 2 * t + h + 8 * mt;
-          if (m < rows) {
-            float* const row = part_base + m * p.n_pad;
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-              for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = acc[j][mt][2 * c + h];
-          }
-        }
+          for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = acc[j][mt][2 * c + h];
+      });
     } else {
       float column_bias[4][2];
 #pragma unroll
@@ -415,21 +419,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           const int64_t n = n0 + 16 * j + 8 * c;
           column_bias[j][c] = bias != nullptr && n < p.N ? to_float<T>(bias[n]) : 0.f;
         }
+      for_each_lane_row([&](int m, int mt, int h) {
+        T* const row = out + m * p.N + n0;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = 2 * t + h + 8 * mt;
-          if (m < rows) {
-            T* const row = out + m * p.N + n0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-              for (int c = 0; c < 2; ++c)
-                if (n0 + 16 * j + 8 * c < p.N)
-                  row[16 * j + 8 * c] = from_float<T>(acc[j][mt][2 * c + h] + column_bias[j][c]);
-          }
-        }
+          for (int c = 0; c < 2; ++c)
+            if (n0 + 16 * j + 8 * c < p.N)
+              row[16 * j + 8 * c] = from_float<T>(acc[j][mt][2 * c + h] + column_bias[j][c]);
+      });
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -466,19 +464,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Sums of A per (step, group slot, row), X then S, computed once per block below.
   const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
-    const int t = lane & 3;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = 2 * t + h + 8 * mt;
-        if (m < rows) {
-          const uint2 sums =
-              lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * kSumsBytes);
-          a_sum[mt][h] += __uint_as_float(sums.y);
-          if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
-        }
-      }
+    for_each_lane_row([&](int m, int mt, int h) {
+      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * kSumsBytes);
+      a_sum[mt][h] += __uint_as_float(sums.y);
+      if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
+    });
   };
   clear_group();
   // C element e of tile (j, mt): column r = 2 j + (e >> 1), row 2 t + (e & 1)
