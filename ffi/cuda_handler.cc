@@ -126,6 +126,28 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
 
 }  // namespace
 
+cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                       int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t split_k, const char** kernel) {
+  const WeightShape shape{K, N, 4, block_size, zero_point_kind};
+  DeviceLimits device;
+  if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
+  MarlinGemmArgs args{};
+  args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+  args.workspace_elems = workspace_floats;
+  args.M = M;
+  args.N = N;
+  args.K = K;
+  args.n_pad = shape.n_pad();
+  args.k_pad = shape.k_pad();
+  args.k_blocks = shape.k_blocks();
+  args.group_size = block_size;
+  args.dtype = bfloat16 ? ActDType::kBFloat16 : ActDType::kFloat16;
+  args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
+  *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
+  return cudaSuccess;
+}
+
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {

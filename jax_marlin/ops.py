@@ -193,6 +193,17 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
         _shapes.split_k_workspace_floats(M, _layout.n_pad(w.N)), split_k)
 
 
+def planned_kernel(M: int, w, dtype, split_k: int = 0) -> str:
+    """Which CUDA kernel `_cuda` would run an (M, K) x `w` GEMM with on the current GPU:
+    "stream" (M <= 16), "wgmma" (sm_90, M = 17..256) or "tiled"."""
+    if not _ffi.has_cuda_kernel():
+        raise RuntimeError("jax_marlin: planned_kernel needs the CUDA module")
+    return _ffi.cuda_module().planned_kernel(
+        M, _shapes.round_up(w.K, 8), w.N, w.block_size,
+        _ZERO_POINT_KINDS[w.zero_point_kind], jnp.dtype(dtype) == jnp.bfloat16,
+        _shapes.split_k_workspace_floats(M, _layout.n_pad(w.N)), split_k)
+
+
 def _cuda_rule(ctx, *args, **params):
     fn = functools.partial(_cuda, **params)
     return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)

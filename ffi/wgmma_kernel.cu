@@ -1,0 +1,470 @@
+// Hopper wgmma W4A16 kernel for M = 17..256 (sm_90a only; design and sources:
+// docs/design/wgmma.md; tools/wgmma_probe.cu checks the layout facts below on
+// the GPU).
+//
+// Past M = 16 the tensor pipe is the limit: 8192 x 28672 at M = 64 is 30
+// GFLOP, and the issue's 2.5x over fp16 (48 us) needs >= 625 TFLOP/s, which
+// only the asynchronous warpgroup MMA reaches (mma.sync measured 181 us there).
+//
+// Operands (the streaming kernel's swap, kept): the dequantized weights are
+// wgmma's A, from registers, 64 output columns x 16 of k per warpgroup. Warp
+// w's share (columns 16w..16w+15) is exactly an mma.sync m16n8k16 A fragment,
+// and word w of each lane's 16 bytes of a tile unit holds it (the repack's
+// order, jax_marlin/_layout.py), so a warp reads one 32-bit word per lane per
+// k16 and dequantizes it straight into its four A registers, scales applied
+// (rounded once, at the scale, as the tiled kernel and the reference do). The
+// activations are wgmma's B, read from shared memory through a descriptor:
+// [M, K] row-major is the K-major N x K operand wgmma wants, with N = the
+// block's rows. The accumulators then hold D[column][row]: the epilogue
+// transposes on the way out.
+//
+// Block: two warpgroups (two 64-column tiles) sharing one activation stage,
+// kRows activation rows (32, 64 or 128), all of k. Stages of 64 of k go
+// through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B of
+// activations (stored with the 128-byte swizzle wgmma's descriptor names),
+// and the stage's one or two groups of scales and zero points. First version:
+// no k-split and no producer warp (docs/design/wgmma.md lists both as next).
+
+#include "wgmma_kernel.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "marlin_device.cuh"
+
+namespace jax_marlin {
+namespace {
+
+constexpr int kWgThreads = 256;          // two warpgroups
+constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
+constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
+constexpr int kWgStageUnits = kWgStageK / 16;
+constexpr int kWgStages = 4;
+constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
+constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
+constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
+// A group's words for one tile: 64 scales (128 B), then the zero points (8
+// packed words, 32 B) or the float-zero-point offsets (64 values, 128 B).
+constexpr int kWgGroupWordBytes = 256;
+constexpr int kWgWordsBytes = kWgMaxGroups * kWgTiles * kWgGroupWordBytes;  // 1 KB
+
+template <int kRows>
+struct WgmmaConfig {
+  static_assert(kRows == 32 || kRows == 64 || kRows == 128, "wgmma N of the block");
+  // The activations of a stage: kRows rows of 64 k (128 B), a whole number of
+  // 1024-byte swizzle atoms (8 rows), so every stage stays 1024-aligned.
+  static constexpr int kActBytes = kRows * 128;
+  static constexpr int kStageBytes = kActBytes + kWgCodesBytes + kWgWordsBytes;
+  static_assert(kStageBytes % 1024 == 0, "stages must keep the 1024-byte alignment");
+  // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
+  static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
+};
+
+struct WgmmaParams {
+  const void* a;
+  const uint32_t* codes;
+  const void* scales;
+  const void* zero_points;
+  const void* bias;
+  void* out;
+  float* workspace;  // unused (no k-split yet); copy_operands fills it
+  int64_t M, N, K, n_pad;
+  int kt_total;   // k_pad / 16
+  int n_tiles;    // n_pad / 64
+  int k_blocks;
+  int group_size;
+  int stages;     // ceil(kt_total / 4)
+};
+
+// ---------------------------------------------------------------------------
+// wgmma wrappers (sm_90a). The accumulators are "+f" operands: the asm both
+// reads and writes them, so the compiler keeps them in place across the
+// asynchronous window, and `memory` clobbers order the fences.
+// ---------------------------------------------------------------------------
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define JAX_MARLIN_HAS_WGMMA 1
+#endif
+
+__device__ __forceinline__ void wgmma_fence() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Shared memory written by cp.async / st.shared (the generic proxy) is read by
+// wgmma through the async proxy: each writer fences before the barrier.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Descriptor of a K-major B operand (rows of 64 k = 128 B, 128-byte swizzle,
+// 1024-aligned atoms of 8 rows): start >> 4 in bits 0-13, leading byte offset
+// 16 B (unused with a swizzle) in 16-29, stride 1024 B (8 rows) in 32-45,
+// layout 1 (128B swizzle) in 62-63. A k16 step within the rows is +32 B.
+__device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
+  return static_cast<uint64_t>((start >> 4) & 0x3FFF) | (uint64_t{16 >> 4} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+#define JM_D8(i)                                                                       \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),          \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// D (64 x kRows, fp32) += A (64 x 16, registers) x B (16 x kRows, descriptor).
+template <typename T, int kRows>
+__device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint32_t (&a)[4],
+                                              uint64_t b) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  if constexpr (kRows == 32) {
+    if constexpr (DTypeTraits<T>::kIsBF16) {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, "
+          "1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    } else {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, "
+          "1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    }
+  } else if constexpr (kRows == 64) {
+    if constexpr (DTypeTraits<T>::kIsBF16) {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+          "{%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    } else {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+          "{%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    }
+  } else {
+    if constexpr (DTypeTraits<T>::kIsBF16) {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+          "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+          "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+          "{%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+            JM_D8(56)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    } else {
+      asm volatile(
+          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+          "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+          "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+          "{%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
+          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+            JM_D8(56)
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    }
+  }
+#endif
+}
+#undef JM_D8
+
+// ---------------------------------------------------------------------------
+// The kernel.
+// ---------------------------------------------------------------------------
+
+template <typename T, ZeroPointKind kZP, int kRows>
+__global__ void __launch_bounds__(kWgThreads, 1) wgmma_gemm_kernel(const WgmmaParams p) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  using Cfg = WgmmaConfig<kRows>;
+  extern __shared__ unsigned char smem_raw[];
+  // The swizzle pattern is a function of the address bits 4-9, so the stages
+  // start on 1024-byte boundaries (the descriptors' base offset is then 0).
+  const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
+  auto stage_at = [&](int slot) { return smem_base + slot * Cfg::kStageBytes; };
+  constexpr int kCodesOffset = Cfg::kActBytes;
+  constexpr int kWordsOffset = Cfg::kActBytes + kWgCodesBytes;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int wg = warp >> 2;      // warpgroup: which of the block's two tiles
+  const int wg_warp = warp & 3;  // warp in the warpgroup: columns 16 wg_warp .. + 15
+  const int g = lane >> 2, q = lane & 3;
+  const int tile0 = blockIdx.x * kWgTiles;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+
+  const T* __restrict__ a = static_cast<const T*>(p.a);
+  const T* __restrict__ scales = static_cast<const T*>(p.scales);
+  const uint32_t* __restrict__ packed_zp = static_cast<const uint32_t*>(p.zero_points);
+  const T* __restrict__ offsets = static_cast<const T*>(p.zero_points);
+  const int log_group = __ffs(p.group_size) - 1;
+
+  // Stage s: k = 64 s .. 64 s + 63, units 4 s .. 4 s + 3 (fewer at the end of
+  // k_pad), groups (64 s) / group_size onwards. Every copy past an edge (a
+  // tile past n_tiles, a unit past kt_total, a row past M, k past K, a group
+  // past k_blocks) is a zero-fill: 0 source bytes.
+  auto load_stage = [&](int s, int slot) {
+    const uint32_t base = stage_at(slot);
+    // Codes: 2 tiles x 4 units x 512 B, one 16-byte chunk per thread.
+    {
+      const int tile = tile0 + tid / 128, chunk = tid % 128;
+      const int unit = 4 * s + chunk / 32;
+      const bool ok = tile < p.n_tiles && unit < p.kt_total;
+      const uint32_t* src =
+          ok ? p.codes + (static_cast<int64_t>(tile) * p.kt_total + unit) * 128 + (chunk % 32) * 4
+             : p.codes;
+      cp_async_16(base + kCodesOffset + (tid / 128) * (kWgStageUnits * kWgUnitBytes) +
+                      (chunk / 32) * kWgUnitBytes + (chunk % 32) * 16,
+                  src, ok ? 16 : 0);
+    }
+    // Activations: kRows rows x 8 chunks (8 of k each), swizzled: chunk c of
+    // row n at n * 128 + ((c ^ (n & 7)) << 4).
+#pragma unroll
+    for (int i = tid; i < kRows * 8; i += kWgThreads) {
+      const int n = i / 8, c = i % 8;
+      const int64_t row = m0 + n, k = static_cast<int64_t>(s) * kWgStageK + 8 * c;
+      const bool ok = row < p.M && k < p.K;
+      cp_async_16(base + n * 128 + ((c ^ (n & 7)) << 4), ok ? a + row * p.K + k : a,
+                  ok ? 16 : 0);
+    }
+    // Group words: per group slot j and tile, 8 chunks of scales, then 2
+    // chunks of packed zero points or 8 of offsets.
+    constexpr int kZpChunks = kZP == ZeroPointKind::kOffset ? 8 : 2;
+    constexpr int kChunksPerGroupTile = 8 + (kZP == ZeroPointKind::kImplicit ? 0 : kZpChunks);
+    if (tid < kWgMaxGroups * kWgTiles * kChunksPerGroupTile) {
+      const int j = tid / (kWgTiles * kChunksPerGroupTile);
+      const int tt = (tid / kChunksPerGroupTile) % kWgTiles;
+      const int c = tid % kChunksPerGroupTile;
+      const int gi = ((s * kWgStageK) >> log_group) + j;
+      const int tile = tile0 + tt;
+      // A second group slot exists only for groups of 32.
+      const bool ok = tile < p.n_tiles && gi < p.k_blocks && (j == 0 || p.group_size == 32);
+      const uint32_t dst = base + kWordsOffset + (j * kWgTiles + tt) * kWgGroupWordBytes;
+      if (c < 8) {
+        cp_async_16(dst + 16 * c, ok ? scales + static_cast<int64_t>(gi) * p.n_pad + tile * 64 + 8 * c
+                                     : scales,
+                    ok ? 16 : 0);
+      } else if constexpr (kZP == ZeroPointKind::kPacked4) {
+        cp_async_16(dst + 128 + 16 * (c - 8),
+                    ok ? packed_zp + static_cast<int64_t>(gi) * (p.n_pad / 8) + tile * 8 + 4 * (c - 8)
+                       : packed_zp,
+                    ok ? 16 : 0);
+      } else if constexpr (kZP == ZeroPointKind::kOffset) {
+        cp_async_16(dst + 128 + 16 * (c - 8),
+                    ok ? offsets + static_cast<int64_t>(gi) * p.n_pad + tile * 64 + 8 * (c - 8)
+                       : offsets,
+                    ok ? 16 : 0);
+      }
+    }
+  };
+
+  float d[kRows / 2];
+#pragma unroll
+  for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
+
+  // Prologue: kStages - 1 stages in flight, one commit group each (empty
+  // groups past the end keep the count).
+#pragma unroll
+  for (int s = 0; s < kWgStages - 1; ++s) {
+    if (s < p.stages) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  GroupConstants gc;
+  int gc_group = -1;
+  for (int s = 0; s < p.stages; ++s) {
+    const int slot = s % kWgStages;
+    // Stage s has landed for this thread; the fence hands its writes to the
+    // async proxy (wgmma reads the activations there), the barrier to everyone.
+    cp_async_wait<kWgStages - 2>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    // The slot refilled now held stage s - 1, whose wgmmas were waited for at
+    // the end of the previous iteration, by every warp before the barrier.
+    if (s + kWgStages - 1 < p.stages) load_stage(s + kWgStages - 1, (s + kWgStages - 1) % kWgStages);
+    cp_async_commit();
+
+    const uint32_t base = stage_at(slot);
+    const int units = min(kWgStageUnits, p.kt_total - 4 * s);
+    uint32_t frag[kWgStageUnits][4];
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) {
+      if (u < units) {
+        const int group = (16 * (4 * s + u)) >> log_group;
+        if (group != gc_group) {
+          const uint32_t words = base + kWordsOffset +
+                                 ((group - ((s * kWgStageK) >> log_group)) * kWgTiles + wg) *
+                                     kWgGroupWordBytes;
+          // Lane group g's eight scales (columns 16 j + 8 h + g, position 2 j
+          // + h) are the 16 bytes at 16 g, its packed zero points word g
+          // (nibble 2 j + h), its offsets the 16 bytes at 128 + 16 g. This
+          // warp needs j = wg_warp only: that pair is moved to position 0, so
+          // the constants are indexed statically (a runtime index would put
+          // them in local memory).
+          auto pick = [&](uint4 v) {
+            return wg_warp == 0 ? v.x : wg_warp == 1 ? v.y : wg_warp == 2 ? v.z : v.w;
+          };
+          const uint32_t scale_pair = pick(lds_128(words + 16 * g));
+          uint32_t zp_pair = 0, offset_pair = 0;
+          if constexpr (kZP == ZeroPointKind::kPacked4)
+            zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
+          if constexpr (kZP == ZeroPointKind::kOffset)
+            offset_pair = pick(lds_128(words + 128 + 16 * g));
+          make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
+                                       make_uint4(offset_pair, 0, 0, 0));
+          gc_group = group;
+        }
+        // Word wg_warp of the lane's 16 bytes of the unit: columns 16 wg_warp
+        // + g (+ 8), k 2q, 2q + 1, 2q + 8, 2q + 9 of this k16.
+        const uint32_t word =
+            lds_32(base + kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + u * kWgUnitBytes +
+                   lane * 16 + wg_warp * 4);
+        uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
+        dequant_word<T, kZP>(word, gc, 0, col_lo, col_hi);  // the pair at position 0
+        // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
+        frag[u][0] = col_lo[0];
+        frag[u][1] = col_hi[0];
+        frag[u][2] = col_lo[1];
+        frag[u][3] = col_hi[1];
+        // New A registers (and, on the first unit, accumulators last read by
+        // nobody asynchronous): fence, then the MMA over this k16 of the stage.
+        wgmma_fence();
+        wgmma_64xNx16<T, kRows>(d, frag[u], act_descriptor(base + 32 * u));
+        wgmma_commit();
+      }
+    }
+    // The stage's MMAs read its activations and the frag registers: all done
+    // before the slot is refilled (next iteration) and frag is rewritten.
+    wgmma_wait<0>();
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
+  // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
+  const int tile = tile0 + wg;
+  if (tile < p.n_tiles) {
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+#pragma unroll
+    for (int i = 0; i < kRows / 2; ++i) {
+      const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
+      if (m < p.M && n < p.N) store_with_bias(out, bias, m, n, p.N, d[i]);
+    }
+  }
+#else
+  __trap();  // never launched: LaunchWgmmaGemm checks that the sm_90a code is loaded
+#endif
+}
+
+template <typename T, ZeroPointKind kZP, int kRows>
+cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
+  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows>;
+  if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((p.n_tiles + kWgTiles - 1) / kWgTiles),
+                  static_cast<unsigned>((p.M + kRows - 1) / kRows));
+  kernel<<<grid, kWgThreads, WgmmaConfig<kRows>::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// The block's rows: the smallest wgmma N of 32, 64, 128 that holds M, or 128
+// (several row blocks) above that.
+template <typename T, ZeroPointKind kZP>
+cudaError_t launch_zero_points(const WgmmaParams& p, const DeviceLimits& device,
+                               cudaStream_t stream) {
+  if (p.M <= 32) return launch_rows<T, kZP, 32>(p, device, stream);
+  if (p.M <= 64) return launch_rows<T, kZP, 64>(p, device, stream);
+  return launch_rows<T, kZP, 128>(p, device, stream);
+}
+
+template <typename T>
+cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
+                         const DeviceLimits& device, cudaStream_t stream) {
+  switch (args.zero_point_kind) {
+    case ZeroPointKind::kImplicit:
+      return launch_zero_points<T, ZeroPointKind::kImplicit>(p, device, stream);
+    case ZeroPointKind::kPacked4:
+      return launch_zero_points<T, ZeroPointKind::kPacked4>(p, device, stream);
+    case ZeroPointKind::kOffset:
+      return launch_zero_points<T, ZeroPointKind::kOffset>(p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Whether this module carries sm_90a code for the kernel and the device runs
+// it (a build without 90a, or a part other than sm_90, has none). Asked once.
+bool wgmma_code_loaded(const DeviceLimits& device) {
+  if (device.compute_capability != 90) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices];  // 0: not asked, 1: no, 2: yes
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
+  if (cacheable) {
+    if (const int k = known[device.ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
+  }
+  cudaFuncAttributes attributes{};
+  const bool loaded =
+      cudaFuncGetAttributes(&attributes, wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64>) ==
+          cudaSuccess &&
+      attributes.binaryVersion == 90;
+  if (!loaded) cudaGetLastError();  // not an error of the launch to come
+  if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
+  return loaded;
+}
+
+}  // namespace
+
+bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
+  return args.M >= kWgmmaMinM && args.M <= kWgmmaMaxM && args.group_size >= 32 &&
+         args.k_pad / 16 <= INT32_MAX / 16 &&
+         WgmmaConfig<128>::kSmemBytes <= device.max_shared_bytes_per_block &&
+         wgmma_code_loaded(device);
+}
+
+cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                            cudaStream_t stream) {
+  WgmmaParams p{};
+  copy_operands(args, &p);
+  p.kt_total = static_cast<int>(args.k_pad / 16);
+  p.n_tiles = static_cast<int>(args.n_pad / 64);
+  p.k_blocks = static_cast<int>(args.k_blocks);
+  p.group_size = static_cast<int>(args.group_size);
+  p.stages = (p.kt_total + kWgStageUnits - 1) / kWgStageUnits;
+  switch (args.dtype) {
+    case ActDType::kFloat16:
+      return launch_dtype<__half>(args, p, device, stream);
+    case ActDType::kBFloat16:
+      return launch_dtype<__nv_bfloat16>(args, p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace jax_marlin
