@@ -42,7 +42,8 @@ constexpr int kWgThreads = 256;          // two warpgroups
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
-constexpr int kWgStages = 4;
+constexpr int kWgPrefetch = 4;           // stages in flight ahead of the one computed
+constexpr int kWgStages = kWgPrefetch + 2;  // + the one computed + the one whose wgmmas run
 constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
 constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
 constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
@@ -201,8 +202,11 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
 // The kernel.
 // ---------------------------------------------------------------------------
 
-template <typename T, ZeroPointKind kZP, int kRows>
-__global__ void __launch_bounds__(kWgThreads, 1) wgmma_gemm_kernel(const WgmmaParams p) {
+// kTwoGroups: groups of 32, two a stage (units 0-1 and 2-3); else one group
+// covers the stage (groups of 64 or more, powers of two).
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
+__global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
+    wgmma_gemm_kernel(const WgmmaParams p) {
 #ifdef JAX_MARLIN_HAS_WGMMA
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
@@ -231,59 +235,81 @@ __global__ void __launch_bounds__(kWgThreads, 1) wgmma_gemm_kernel(const WgmmaPa
   // Stage s: k = 64 s .. 64 s + 63, units 4 s .. 4 s + 3 (fewer at the end of
   // k_pad), groups (64 s) / group_size onwards. Every copy past an edge (a
   // tile past n_tiles, a unit past kt_total, a row past M, k past K, a group
-  // past k_blocks) is a zero-fill: 0 source bytes.
+  // past k_blocks) is a zero-fill: 0 source bytes. Each thread's chunks are
+  // fixed for the whole k-range, so their addresses are computed once here
+  // and a stage only adds its offset (per-stage 64-bit index math was ~340
+  // instructions a stage per thread, more than the dequant and MMAs).
+  //
+  // Codes: 2 tiles x 4 units x 512 B, one 16-byte chunk per thread.
+  const int code_chunk = tid % 128, code_unit = code_chunk / 32;
+  const bool code_tile_ok = tile0 + tid / 128 < p.n_tiles;
+  const uint32_t* const code_src =
+      p.codes + (static_cast<int64_t>(tile0 + tid / 128) * p.kt_total + code_unit) * 128 +
+      (code_chunk % 32) * 4;
+  const uint32_t code_dst = kCodesOffset + (tid / 128) * (kWgStageUnits * kWgUnitBytes) +
+                            code_unit * kWgUnitBytes + (code_chunk % 32) * 16;
+  // Activations: kRows rows x 8 chunks (8 of k each), kRows / 32 a thread,
+  // swizzled: chunk c of row n at n * 128 + ((c ^ (n & 7)) << 4).
+  constexpr int kActChunks = kRows * 8 / kWgThreads;
+  const int act_c = tid % 8;
+  const T* act_src[kActChunks];
+  uint32_t act_dst[kActChunks];
+  bool act_row_ok[kActChunks];
+#pragma unroll
+  for (int i = 0; i < kActChunks; ++i) {
+    const int n = (tid + i * kWgThreads) / 8;
+    act_row_ok[i] = m0 + n < p.M;
+    act_src[i] = a + (act_row_ok[i] ? (m0 + n) * p.K : 0) + 8 * act_c;
+    act_dst[i] = n * 128 + ((act_c ^ (n & 7)) << 4);
+  }
+  // Group words: per group slot j and tile, 8 chunks of scales, then 2
+  // chunks of packed zero points or 8 of offsets; threads 0 .. kWordChunks - 1.
+  constexpr int kZpChunks = kZP == ZeroPointKind::kOffset ? 8 : 2;
+  constexpr int kChunksPerGroupTile = 8 + (kZP == ZeroPointKind::kImplicit ? 0 : kZpChunks);
+  constexpr int kWordChunks = kWgMaxGroups * kWgTiles * kChunksPerGroupTile;
+  const int word_j = tid / (kWgTiles * kChunksPerGroupTile);
+  const int word_tt = (tid / kChunksPerGroupTile) % kWgTiles;
+  const int word_c = tid % kChunksPerGroupTile;
+  // A second group slot exists only for groups of 32.
+  const bool word_ok = tid < kWordChunks && tile0 + word_tt < p.n_tiles &&
+                       (word_j == 0 || kTwoGroups);
+  const uint32_t word_dst = kWordsOffset + (word_j * kWgTiles + word_tt) * kWgGroupWordBytes +
+                            (word_c < 8 ? 16 * word_c : 128 + 16 * (word_c - 8));
+  // The chunk's source in group 0 and the distance between groups.
+  const void* word_src;
+  int64_t word_group_stride;  // bytes
+  {
+    const int tile = tile0 + word_tt;
+    if (word_c < 8) {
+      word_src = scales + tile * 64 + 8 * word_c;
+      word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
+    } else if (kZP == ZeroPointKind::kPacked4) {
+      word_src = packed_zp + tile * 8 + 4 * (word_c - 8);
+      word_group_stride = p.n_pad / 2;  // n_pad / 8 words of 4 bytes
+    } else {
+      word_src = offsets + tile * 64 + 8 * (word_c - 8);
+      word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
+    }
+  }
+
   auto load_stage = [&](int s, int slot) {
     const uint32_t base = stage_at(slot);
-    // Codes: 2 tiles x 4 units x 512 B, one 16-byte chunk per thread.
-    {
-      const int tile = tile0 + tid / 128, chunk = tid % 128;
-      const int unit = 4 * s + chunk / 32;
-      const bool ok = tile < p.n_tiles && unit < p.kt_total;
-      const uint32_t* src =
-          ok ? p.codes + (static_cast<int64_t>(tile) * p.kt_total + unit) * 128 + (chunk % 32) * 4
-             : p.codes;
-      cp_async_16(base + kCodesOffset + (tid / 128) * (kWgStageUnits * kWgUnitBytes) +
-                      (chunk / 32) * kWgUnitBytes + (chunk % 32) * 16,
-                  src, ok ? 16 : 0);
-    }
-    // Activations: kRows rows x 8 chunks (8 of k each), swizzled: chunk c of
-    // row n at n * 128 + ((c ^ (n & 7)) << 4).
+    const bool code_ok = code_tile_ok && 4 * s + code_unit < p.kt_total;
+    cp_async_16(base + code_dst, code_ok ? code_src + s * (kWgStageUnits * 128) : p.codes,
+                code_ok ? 16 : 0);
+    const bool k_ok = static_cast<int64_t>(s) * kWgStageK + 8 * act_c < p.K;
 #pragma unroll
-    for (int i = tid; i < kRows * 8; i += kWgThreads) {
-      const int n = i / 8, c = i % 8;
-      const int64_t row = m0 + n, k = static_cast<int64_t>(s) * kWgStageK + 8 * c;
-      const bool ok = row < p.M && k < p.K;
-      cp_async_16(base + n * 128 + ((c ^ (n & 7)) << 4), ok ? a + row * p.K + k : a,
-                  ok ? 16 : 0);
+    for (int i = 0; i < kActChunks; ++i) {
+      const bool ok = act_row_ok[i] && k_ok;
+      cp_async_16(base + act_dst[i], ok ? act_src[i] + s * kWgStageK : a, ok ? 16 : 0);
     }
-    // Group words: per group slot j and tile, 8 chunks of scales, then 2
-    // chunks of packed zero points or 8 of offsets.
-    constexpr int kZpChunks = kZP == ZeroPointKind::kOffset ? 8 : 2;
-    constexpr int kChunksPerGroupTile = 8 + (kZP == ZeroPointKind::kImplicit ? 0 : kZpChunks);
-    if (tid < kWgMaxGroups * kWgTiles * kChunksPerGroupTile) {
-      const int j = tid / (kWgTiles * kChunksPerGroupTile);
-      const int tt = (tid / kChunksPerGroupTile) % kWgTiles;
-      const int c = tid % kChunksPerGroupTile;
-      const int gi = ((s * kWgStageK) >> log_group) + j;
-      const int tile = tile0 + tt;
-      // A second group slot exists only for groups of 32.
-      const bool ok = tile < p.n_tiles && gi < p.k_blocks && (j == 0 || p.group_size == 32);
-      const uint32_t dst = base + kWordsOffset + (j * kWgTiles + tt) * kWgGroupWordBytes;
-      if (c < 8) {
-        cp_async_16(dst + 16 * c, ok ? scales + static_cast<int64_t>(gi) * p.n_pad + tile * 64 + 8 * c
-                                     : scales,
-                    ok ? 16 : 0);
-      } else if constexpr (kZP == ZeroPointKind::kPacked4) {
-        cp_async_16(dst + 128 + 16 * (c - 8),
-                    ok ? packed_zp + static_cast<int64_t>(gi) * (p.n_pad / 8) + tile * 8 + 4 * (c - 8)
-                       : packed_zp,
-                    ok ? 16 : 0);
-      } else if constexpr (kZP == ZeroPointKind::kOffset) {
-        cp_async_16(dst + 128 + 16 * (c - 8),
-                    ok ? offsets + static_cast<int64_t>(gi) * p.n_pad + tile * 64 + 8 * (c - 8)
-                       : offsets,
-                    ok ? 16 : 0);
-      }
+    if (tid < kWordChunks) {
+      const int gi = ((s * kWgStageK) >> log_group) + word_j;
+      const bool ok = word_ok && gi < p.k_blocks;
+      cp_async_16(base + word_dst,
+                  ok ? static_cast<const unsigned char*>(word_src) + gi * word_group_stride
+                     : word_src,
+                  ok ? 16 : 0);
     }
   };
 
@@ -291,81 +317,90 @@ __global__ void __launch_bounds__(kWgThreads, 1) wgmma_gemm_kernel(const WgmmaPa
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
 
-  // Prologue: kStages - 1 stages in flight, one commit group each (empty
-  // groups past the end keep the count).
+  // The ring: kWgPrefetch stages in flight ahead of the one computed, and the
+  // wgmmas of one stage still running while the next is dequantized (one
+  // wgmma commit group per stage, wait_group 1). So at iteration s the slot
+  // refilled is stage s - 2's: every warp waited for that stage's wgmmas at
+  // the end of iteration s - 1, before this iteration's barrier.
+  static_assert(kWgStages == kWgPrefetch + 2, "the refilled slot is stage s - 2's");
 #pragma unroll
-  for (int s = 0; s < kWgStages - 1; ++s) {
+  for (int s = 0; s < kWgPrefetch; ++s) {
     if (s < p.stages) load_stage(s, s);
-    cp_async_commit();
+    cp_async_commit();  // (empty groups past the end keep the count)
   }
 
-  GroupConstants gc;
-  int gc_group = -1;
-  for (int s = 0; s < p.stages; ++s) {
+  // A stage's group constants: its first group (units 0-3, or 0-1 for
+  // groups of 32) and, for groups of 32, its second (units 2-3). Lane group
+  // g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the 16
+  // bytes at 16 g of a group's words, its packed zero points word g (nibble
+  // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
+  // wg_warp only: that pair is moved to position 0, so the constants are
+  // indexed statically (a runtime index puts them in local memory).
+  auto group_constants = [&](GroupConstants& gc, uint32_t words) {
+    auto pick = [&](uint4 v) {
+      return wg_warp == 0 ? v.x : wg_warp == 1 ? v.y : wg_warp == 2 ? v.z : v.w;
+    };
+    const uint32_t scale_pair = pick(lds_128(words + 16 * g));
+    uint32_t zp_pair = 0, offset_pair = 0;
+    if constexpr (kZP == ZeroPointKind::kPacked4)
+      zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
+    if constexpr (kZP == ZeroPointKind::kOffset) offset_pair = pick(lds_128(words + 128 + 16 * g));
+    make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
+                                 make_uint4(offset_pair, 0, 0, 0));
+  };
+
+  // One stage, its A registers in `frag` (two sets, alternating by stage, so
+  // that stage s - 1's wgmmas may still read theirs). Branch-free: units past
+  // kt_total (the last stage of a k_pad not a multiple of 64) multiply
+  // zero-filled activations and zero scales.
+  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const int slot = s % kWgStages;
     // Stage s has landed for this thread; the fence hands its writes to the
-    // async proxy (wgmma reads the activations there), the barrier to everyone.
-    cp_async_wait<kWgStages - 2>();
+    // async proxy (wgmma reads the activations there), the barrier to all.
+    cp_async_wait<kWgPrefetch - 1>();
     fence_proxy_async_shared();
     __syncthreads();
-    // The slot refilled now held stage s - 1, whose wgmmas were waited for at
-    // the end of the previous iteration, by every warp before the barrier.
-    if (s + kWgStages - 1 < p.stages) load_stage(s + kWgStages - 1, (s + kWgStages - 1) % kWgStages);
+    if (s + kWgPrefetch < p.stages) load_stage(s + kWgPrefetch, (s + kWgPrefetch) % kWgStages);
     cp_async_commit();
 
     const uint32_t base = stage_at(slot);
-    const int units = min(kWgStageUnits, p.kt_total - 4 * s);
-    uint32_t frag[kWgStageUnits][4];
+    // Word wg_warp of the lane's 16 bytes of each unit: columns 16 wg_warp + g
+    // (+ 8) at k 2q, 2q + 1, 2q + 8, 2q + 9 of that k16. All four loads first.
+    uint32_t word[kWgStageUnits];
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u)
+      word[u] = lds_32(base + kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) +
+                       u * kWgUnitBytes + lane * 16 + wg_warp * 4);
+    const uint32_t words = base + kWordsOffset + wg * kWgGroupWordBytes;
+    GroupConstants gc[kTwoGroups ? 2 : 1];
+    group_constants(gc[0], words);
+    if constexpr (kTwoGroups) group_constants(gc[1], words + kWgTiles * kWgGroupWordBytes);
 #pragma unroll
     for (int u = 0; u < kWgStageUnits; ++u) {
-      if (u < units) {
-        const int group = (16 * (4 * s + u)) >> log_group;
-        if (group != gc_group) {
-          const uint32_t words = base + kWordsOffset +
-                                 ((group - ((s * kWgStageK) >> log_group)) * kWgTiles + wg) *
-                                     kWgGroupWordBytes;
-          // Lane group g's eight scales (columns 16 j + 8 h + g, position 2 j
-          // + h) are the 16 bytes at 16 g, its packed zero points word g
-          // (nibble 2 j + h), its offsets the 16 bytes at 128 + 16 g. This
-          // warp needs j = wg_warp only: that pair is moved to position 0, so
-          // the constants are indexed statically (a runtime index would put
-          // them in local memory).
-          auto pick = [&](uint4 v) {
-            return wg_warp == 0 ? v.x : wg_warp == 1 ? v.y : wg_warp == 2 ? v.z : v.w;
-          };
-          const uint32_t scale_pair = pick(lds_128(words + 16 * g));
-          uint32_t zp_pair = 0, offset_pair = 0;
-          if constexpr (kZP == ZeroPointKind::kPacked4)
-            zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
-          if constexpr (kZP == ZeroPointKind::kOffset)
-            offset_pair = pick(lds_128(words + 128 + 16 * g));
-          make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
-                                       make_uint4(offset_pair, 0, 0, 0));
-          gc_group = group;
-        }
-        // Word wg_warp of the lane's 16 bytes of the unit: columns 16 wg_warp
-        // + g (+ 8), k 2q, 2q + 1, 2q + 8, 2q + 9 of this k16.
-        const uint32_t word =
-            lds_32(base + kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + u * kWgUnitBytes +
-                   lane * 16 + wg_warp * 4);
-        uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
-        dequant_word<T, kZP>(word, gc, 0, col_lo, col_hi);  // the pair at position 0
-        // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
-        frag[u][0] = col_lo[0];
-        frag[u][1] = col_hi[0];
-        frag[u][2] = col_lo[1];
-        frag[u][3] = col_hi[1];
-        // New A registers (and, on the first unit, accumulators last read by
-        // nobody asynchronous): fence, then the MMA over this k16 of the stage.
-        wgmma_fence();
-        wgmma_64xNx16<T, kRows>(d, frag[u], act_descriptor(base + 32 * u));
-        wgmma_commit();
-      }
+      uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
+      dequant_word<T, kZP>(word[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
+      // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
+      frag[u][0] = col_lo[0];
+      frag[u][1] = col_hi[0];
+      frag[u][2] = col_lo[1];
+      frag[u][3] = col_hi[1];
     }
-    // The stage's MMAs read its activations and the frag registers: all done
-    // before the slot is refilled (next iteration) and frag is rewritten.
-    wgmma_wait<0>();
+    // New A registers: fence, then the stage's four k16 MMAs as one group.
+    wgmma_fence();
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u)
+      wgmma_64xNx16<T, kRows>(d, frag[u], act_descriptor(base + 32 * u));
+    wgmma_commit();
+    // Stage s - 1's group is done: its slot and its A registers are free.
+    wgmma_wait<1>();
+  };
+
+  uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
+  for (int s = 0; s < p.stages; s += 2) {
+    compute_stage(s, frag_even);
+    if (s + 1 < p.stages) compute_stage(s + 1, frag_odd);
   }
+  wgmma_wait<0>();
   cp_async_wait<0>();
 
   // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
@@ -386,9 +421,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) wgmma_gemm_kernel(const WgmmaPa
 #endif
 }
 
-template <typename T, ZeroPointKind kZP, int kRows>
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
 cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
-  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows>;
+  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((p.n_tiles + kWgTiles - 1) / kWgTiles),
                   static_cast<unsigned>((p.M + kRows - 1) / kRows));
@@ -401,9 +436,14 @@ cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaSt
 template <typename T, ZeroPointKind kZP>
 cudaError_t launch_zero_points(const WgmmaParams& p, const DeviceLimits& device,
                                cudaStream_t stream) {
-  if (p.M <= 32) return launch_rows<T, kZP, 32>(p, device, stream);
-  if (p.M <= 64) return launch_rows<T, kZP, 64>(p, device, stream);
-  return launch_rows<T, kZP, 128>(p, device, stream);
+  if (p.group_size == 32) {
+    if (p.M <= 32) return launch_rows<T, kZP, 32, true>(p, device, stream);
+    if (p.M <= 64) return launch_rows<T, kZP, 64, true>(p, device, stream);
+    return launch_rows<T, kZP, 128, true>(p, device, stream);
+  }
+  if (p.M <= 32) return launch_rows<T, kZP, 32, false>(p, device, stream);
+  if (p.M <= 64) return launch_rows<T, kZP, 64, false>(p, device, stream);
+  return launch_rows<T, kZP, 128, false>(p, device, stream);
 }
 
 template <typename T>
@@ -433,7 +473,8 @@ bool wgmma_code_loaded(const DeviceLimits& device) {
   }
   cudaFuncAttributes attributes{};
   const bool loaded =
-      cudaFuncGetAttributes(&attributes, wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64>) ==
+      cudaFuncGetAttributes(&attributes,
+                            wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64, false>) ==
       cudaSuccess;
   if (!loaded) cudaGetLastError();  // not an error of the launch to come
   if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
