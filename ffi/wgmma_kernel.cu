@@ -295,7 +295,8 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   auto load_stage = [&](int s, int slot) {
     const uint32_t base = stage_at(slot);
     const bool code_ok = code_tile_ok && 4 * s + code_unit < p.kt_total;
-    cp_async_16(base + code_dst, code_ok ? code_src + s * (kWgStageUnits * 128) : p.codes,
+    cp_async_16(base + code_dst,
+                code_ok ? code_src + static_cast<int64_t>(s) * (kWgStageUnits * 128) : p.codes,
                 code_ok ? 16 : 0);
     const bool k_ok = static_cast<int64_t>(s) * kWgStageK + 8 * act_c < p.K;
 #pragma unroll
@@ -337,14 +338,12 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   // wg_warp only: that pair is moved to position 0, so the constants are
   // indexed statically (a runtime index puts them in local memory).
   auto group_constants = [&](GroupConstants& gc, uint32_t words) {
-    auto pick = [&](uint4 v) {
-      return wg_warp == 0 ? v.x : wg_warp == 1 ? v.y : wg_warp == 2 ? v.z : v.w;
-    };
-    const uint32_t scale_pair = pick(lds_128(words + 16 * g));
+    const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
     uint32_t zp_pair = 0, offset_pair = 0;
     if constexpr (kZP == ZeroPointKind::kPacked4)
       zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
-    if constexpr (kZP == ZeroPointKind::kOffset) offset_pair = pick(lds_128(words + 128 + 16 * g));
+    if constexpr (kZP == ZeroPointKind::kOffset)
+      offset_pair = lds_32(words + 128 + 16 * g + 4 * wg_warp);
     make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
                                  make_uint4(offset_pair, 0, 0, 0));
   };
@@ -395,11 +394,16 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
     wgmma_wait<1>();
   };
 
+  // Stages in pairs, the odd one unconditional: with a conditional stage in
+  // the loop body ptxas serializes every wgmma (warning C7513), and the two
+  // register sets collapse into one.
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
-  for (int s = 0; s < p.stages; s += 2) {
+  int s = 0;
+  for (; s + 1 < p.stages; s += 2) {
     compute_stage(s, frag_even);
-    if (s + 1 < p.stages) compute_stage(s + 1, frag_odd);
+    compute_stage(s + 1, frag_odd);
   }
+  if (s < p.stages) compute_stage(s, frag_even);
   wgmma_wait<0>();
   cp_async_wait<0>();
 
