@@ -26,6 +26,21 @@ ffi::Error CudaError(const char* what, cudaError_t error) {
 
 // Device attributes are fixed for the life of the process: query each device
 // once rather than on every call.
+// The launch arguments a weight shape, M and the dtype determine (no buffers).
+MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
+  MarlinGemmArgs args{};
+  args.M = M;
+  args.N = shape.N;
+  args.K = shape.K;
+  args.n_pad = shape.n_pad();
+  args.k_pad = shape.k_pad();
+  args.k_blocks = shape.k_blocks();
+  args.group_size = shape.block_size;
+  args.dtype = bfloat16 ? ActDType::kBFloat16 : ActDType::kFloat16;
+  args.zero_point_kind = static_cast<ZeroPointKind>(shape.zero_point_kind);
+  return args;
+}
+
 cudaError_t GetDeviceLimits(DeviceLimits* limits) {
   constexpr int kMaxDevices = 64;
   static std::array<DeviceLimits, kMaxDevices> cache{};
@@ -94,7 +109,7 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) {
     return CudaError("reading device attributes", error);
   }
-  MarlinGemmArgs args;
+  MarlinGemmArgs args = ShapeArgs(shape, M, dtype == ffi::DataType::BF16);
   args.a = a.untyped_data();
   args.codes = codes.typed_data<uint32_t>();
   args.scales = scales.untyped_data();
@@ -103,15 +118,6 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   args.out = out->untyped_data();
   args.workspace = workspace->typed_data();
   args.workspace_elems = static_cast<int64_t>(workspace->element_count());
-  args.M = M;
-  args.N = N;
-  args.K = K;
-  args.n_pad = shape.n_pad();
-  args.k_pad = shape.k_pad();
-  args.k_blocks = shape.k_blocks();
-  args.group_size = block_size;
-  args.dtype = dtype == ffi::DataType::F16 ? ActDType::kFloat16 : ActDType::kBFloat16;
-  args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
   if (cudaError_t error = LaunchMarlinGemm(args, device, static_cast<int>(split_k), stream);
       error != cudaSuccess) {
     if (error == cudaErrorInvalidConfiguration) {
@@ -154,18 +160,10 @@ cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
   const WeightShape shape{K, N, 4, block_size, zero_point_kind};
   DeviceLimits device;
   if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
-  MarlinGemmArgs args{};
+  MarlinGemmArgs args = ShapeArgs(shape, M, bfloat16);
+  // The planners read only whether there is a workspace and its size.
   args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
   args.workspace_elems = workspace_floats;
-  args.M = M;
-  args.N = N;
-  args.K = K;
-  args.n_pad = shape.n_pad();
-  args.k_pad = shape.k_pad();
-  args.k_blocks = shape.k_blocks();
-  args.group_size = block_size;
-  args.dtype = bfloat16 ? ActDType::kBFloat16 : ActDType::kFloat16;
-  args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
   *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
   return cudaSuccess;
 }
