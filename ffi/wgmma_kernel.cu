@@ -352,25 +352,33 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   // that stage s - 1's wgmmas may still read theirs). Branch-free: units past
   // kt_total (the last stage of a k_pad not a multiple of 64) multiply
   // zero-filled activations and zero scales.
+  // The slots read and refilled advance by one a stage, wrapping: counters,
+  // not s % kWgStages and a recomputed base every stage.
+  int read_slot = 0, fill_slot = kWgPrefetch;
+  auto next_slot = [](int slot) { return slot + 1 == kWgStages ? 0 : slot + 1; };
+  // This lane's code word within a stage: word wg_warp of its 16 bytes of a
+  // unit (columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1, 2q + 8, 2q + 9).
+  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
+                             wg_warp * 4;
+  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
+
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
-    const int slot = s % kWgStages;
     // Stage s has landed for this thread; the fence hands its writes to the
     // async proxy (wgmma reads the activations there), the barrier to all.
     cp_async_wait<kWgPrefetch - 1>();
     fence_proxy_async_shared();
     __syncthreads();
-    if (s + kWgPrefetch < p.stages) load_stage(s + kWgPrefetch, (s + kWgPrefetch) % kWgStages);
+    if (s + kWgPrefetch < p.stages) load_stage(s + kWgPrefetch, fill_slot);
     cp_async_commit();
+    fill_slot = next_slot(fill_slot);
 
-    const uint32_t base = stage_at(slot);
-    // Word wg_warp of the lane's 16 bytes of each unit: columns 16 wg_warp + g
-    // (+ 8) at k 2q, 2q + 1, 2q + 8, 2q + 9 of that k16. All four loads first.
+    const uint32_t base = stage_at(read_slot);
+    read_slot = next_slot(read_slot);
+    // All four code words first.
     uint32_t word[kWgStageUnits];
 #pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u)
-      word[u] = lds_32(base + kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) +
-                       u * kWgUnitBytes + lane * 16 + wg_warp * 4);
-    const uint32_t words = base + kWordsOffset + wg * kWgGroupWordBytes;
+    for (int u = 0; u < kWgStageUnits; ++u) word[u] = lds_32(base + code_read + u * kWgUnitBytes);
+    const uint32_t words = base + words_read;
     GroupConstants gc[kTwoGroups ? 2 : 1];
     group_constants(gc[0], words);
     if constexpr (kTwoGroups) group_constants(gc[1], words + kWgTiles * kWgGroupWordBytes);
@@ -385,10 +393,12 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
       frag[u][3] = col_hi[1];
     }
     // New A registers: fence, then the stage's four k16 MMAs as one group.
+    // A k16 step is +32 B, +2 in the descriptor's start field (shared
+    // addresses are below 2^18, so the 14-bit field never carries).
+    const uint64_t desc = act_descriptor(base);
     wgmma_fence();
 #pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u)
-      wgmma_64xNx16<T, kRows>(d, frag[u], act_descriptor(base + 32 * u));
+    for (int u = 0; u < kWgStageUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
     wgmma_commit();
     // Stage s - 1's group is done: its slot and its A registers are free.
     wgmma_wait<1>();
