@@ -129,74 +129,65 @@ __device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
 #define JM_D8(i)                                                                       \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),          \
       "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// The instruction for N (activation rows) and the element type TY (f16, bf16):
+// accumulators %0 .. %(N/2 - 1) (ACC), then the four A registers and the
+// descriptor (TAIL: the next five operand numbers).
+#define JM_WGMMA(N, TY, ACC, TAIL)                                                   \
+  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TY "." #TY " {" ACC "}, {" TAIL \
+  ", 1, 1, 1, 0;\n"
+#define JM_TAIL16 "%16, %17, %18, %19}, %20"
+#define JM_TAIL32 "%32, %33, %34, %35}, %36"
+#define JM_TAIL64 "%64, %65, %66, %67}, %68"
+#define JM_ACC16                                                                     \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+#define JM_ACC32                                                                     \
+  JM_ACC16 ",%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define JM_ACC64                                                                     \
+  JM_ACC32 ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"         \
+           "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
 
 // D (64 x kRows, fp32) += A (64 x 16, registers) x B (16 x kRows, descriptor).
 template <typename T, int kRows>
 __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint32_t (&a)[4],
                                               uint64_t b) {
 #ifdef JAX_MARLIN_HAS_WGMMA
+  constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
+#define JM_OPERANDS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)
   if constexpr (kRows == 32) {
-    if constexpr (DTypeTraits<T>::kIsBF16) {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, "
-          "1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    } else {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, "
-          "1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    }
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(32, bf16, JM_ACC16, JM_TAIL16) : JM_D8(0), JM_D8(8) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(32, f16, JM_ACC16, JM_TAIL16) : JM_D8(0), JM_D8(8) : JM_OPERANDS);
   } else if constexpr (kRows == 64) {
-    if constexpr (DTypeTraits<T>::kIsBF16) {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
-          "{%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    } else {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
-          "{%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    }
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(64, bf16, JM_ACC32, JM_TAIL32)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(64, f16, JM_ACC32, JM_TAIL32)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24) : JM_OPERANDS);
   } else {
-    if constexpr (DTypeTraits<T>::kIsBF16) {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-          "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-          "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-          "{%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
-            JM_D8(56)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    } else {
-      asm volatile(
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-          "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-          "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-          "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-          "{%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
-          : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
-            JM_D8(56)
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    }
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(128, bf16, JM_ACC64, JM_TAIL64)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+                     JM_D8(56)
+                   : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(128, f16, JM_ACC64, JM_TAIL64)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+                     JM_D8(56)
+                   : JM_OPERANDS);
   }
+#undef JM_OPERANDS
 #endif
 }
 #undef JM_D8
+#undef JM_WGMMA
+#undef JM_ACC16
+#undef JM_ACC32
+#undef JM_ACC64
+#undef JM_TAIL16
+#undef JM_TAIL32
+#undef JM_TAIL64
 
 // ---------------------------------------------------------------------------
 // The kernel.
