@@ -132,16 +132,41 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
 
 }  // namespace
 
+// The arguments and device limits a plan query needs: the shape's launch
+// arguments with a workspace of that size (the planners read only whether
+// there is one and its size; nothing is dereferenced).
+static cudaError_t PlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                                int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                                MarlinGemmArgs* args, DeviceLimits* device) {
+  if (cudaError_t error = GetDeviceLimits(device); error != cudaSuccess) return error;
+  *args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
+  args->workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+  args->workspace_elems = workspace_floats;
+  return cudaSuccess;
+}
+
+cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                       int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t split_k, const char** kernel) {
+  MarlinGemmArgs args;
+  DeviceLimits device;
+  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
+                                       workspace_floats, &args, &device);
+      error != cudaSuccess)
+    return error;
+  *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
+  return cudaSuccess;
+}
+
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {
-  const WeightShape shape{K, N, 4, block_size, zero_point_kind};
+  MarlinGemmArgs args;
   DeviceLimits device;
-  if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
-  MarlinGemmArgs args = ShapeArgs(shape, M, bfloat16);
-  // The planners read only whether there is a workspace and its size.
-  args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-  args.workspace_elems = workspace_floats;
+  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
+                                       workspace_floats, &args, &device);
+      error != cudaSuccess)
+    return error;
   *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
   return cudaSuccess;
 }

@@ -19,6 +19,10 @@ XLA_FFI_DECLARE_HANDLER_SYMBOL(MatMulNBitsCudaHandler);
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info);
+// Which kernel the handler would launch: "stream", "wgmma" or "tiled".
+cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                       int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t split_k, const char** kernel);
 #endif
 
 }  // namespace jax_marlin

@@ -20,6 +20,7 @@
 #include "marlin_kernel.h"
 #include "marlin_device.cuh"
 #include "stream_kernel.h"
+#include "wgmma_kernel.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -600,6 +601,18 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const DeviceLimits&
 
 }  // namespace
 
+const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device,
+                          int split_k_override) {
+  StreamGridInfo info{};
+  if (PlanStreamGemm(args, device, split_k_override, &info)) return "stream";
+#ifdef JAX_MARLIN_WGMMA
+  if (split_k_override <= 0 && split_k_override != kForceTiledKernel &&
+      WgmmaGemmApplies(args, device))
+    return "wgmma";
+#endif
+  return "tiled";
+}
+
 cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                              int split_k_override, cudaStream_t stream) {
   if (args.M <= 0 || args.N <= 0 || args.K <= 0) return cudaErrorInvalidValue;
@@ -624,6 +637,13 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   if (const cudaError_t err = LaunchStreamGemm(args, device, split_k_override, stream);
       err != cudaErrorNotSupported)
     return err;
+#ifdef JAX_MARLIN_WGMMA
+  // M = 17..256 on sm_90: the wgmma kernel (wgmma_kernel.cu), unless a test
+  // asks for the tiled kernel, by name or with a k-split (which only it has).
+  if (split_k_override <= 0 && split_k_override != kForceTiledKernel &&
+      WgmmaGemmApplies(args, device))
+    return LaunchWgmmaGemm(args, device, stream);
+#endif
 
   switch (args.dtype) {
     case ActDType::kFloat16:

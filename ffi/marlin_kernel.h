@@ -72,4 +72,9 @@ struct DeviceLimits {
 cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                              int split_k_override, cudaStream_t stream);
 
+// Which kernel LaunchMarlinGemm would run ("stream", "wgmma" or "tiled"), for
+// tests that must reach each (reads only the shape, dtype and workspace size).
+const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device,
+                          int split_k_override);
+
 }  // namespace jax_marlin

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -26,6 +27,17 @@ NB_MODULE(_cuda, m) {
   // The streaming kernel's grid for a 4-bit GEMM on the current device (None
   // where the tiled kernel would run it): tests use it to know which path a
   // shape reaches, since every path gives the same answer.
+  m.def("planned_kernel", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
+                             int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                             int64_t split_k) {
+    const char* kernel = nullptr;
+    if (cudaError_t error = jax_marlin::PlanKernel(M, K, N, block_size, zero_point_kind, bfloat16,
+                                                   workspace_floats, split_k, &kernel);
+        error != cudaSuccess) {
+      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
+    }
+    return std::string(kernel);
+  });
   m.def("stream_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                           int64_t split_k) -> nb::object {

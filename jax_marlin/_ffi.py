@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 
 import jax
 
@@ -59,7 +60,9 @@ def build_info() -> dict:
     if module is not None:
         info["xla_ffi_api_version"] = tuple(module.xla_ffi_api_version())
     if _cuda is not None:
-        info["cuda_architectures"] = [int(a) for a in _cuda.cuda_architectures().split(",")]
+        # "90a" or "90-real" name architecture 90 too.
+        info["cuda_architectures"] = sorted({int(re.match(r"\d+", a).group())
+                                             for a in _cuda.cuda_architectures().split(",")})
         info["cuda_runtime_version"] = int(_cuda.cuda_runtime_version())
     else:
         info["cuda_import_error"] = _cuda_error

@@ -186,9 +186,21 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
     where the tiled kernel runs it. Every path computes the same product, so tests ask
     this which one they hit.
     """
+    return _plan_query("stream_plan", M, w, dtype, split_k)
+
+
+def planned_kernel(M: int, w, dtype, split_k: int = 0) -> str:
+    """Which CUDA kernel `_cuda` would run an (M, K) x `w` GEMM with on the current GPU:
+    "stream" (M <= 16), "wgmma" (sm_90, M = 17..256) or "tiled"."""
+    return _plan_query("planned_kernel", M, w, dtype, split_k)
+
+
+def _plan_query(name, M, w, dtype, split_k):
+    """Asks the CUDA module's planner `name` about the GEMM `_cuda` would launch (the
+    same K rounding and workspace size)."""
     if not _ffi.has_cuda_kernel():
-        raise RuntimeError("jax_marlin: stream_plan needs the CUDA module")
-    return _ffi.cuda_module().stream_plan(
+        raise RuntimeError(f"jax_marlin: {name} needs the CUDA module")
+    return getattr(_ffi.cuda_module(), name)(
         M, _shapes.round_up(w.K, 8), w.N, w.block_size,
         _ZERO_POINT_KINDS[w.zero_point_kind], jnp.dtype(dtype) == jnp.bfloat16,
         _shapes.split_k_workspace_floats(M, _layout.n_pad(w.N)), split_k)

@@ -245,6 +245,48 @@ def test_empty_batch_on_gpu(rng):
         assert out.shape == (2, 0, 37)
 
 
+FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
+
+WGMMA_CASES = [(M, N, K, block, zp)
+               for M in (17, 33, 64, 65, 128, 130, 256)
+               for N, K, block, zp in [(200, 1000, 32, "packed"), (520, 4100, 128, "none"),
+                                       (130, 200, "channel", "float"), (130, 1056, 32, "none"),
+                                       (72, 1056, 32, "float")]]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K, block, zp", WGMMA_CASES)
+def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, block, zp, dtype):
+    """The Hopper wgmma kernel (M = 17..256 on sm_90; docs/design/wgmma.md): block rows of
+    32, 64 and 128 with M across each edge, ragged N (an idle second warpgroup at N = 130
+    and 520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last stage of two units (K = 1056,
+    groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
+    and per-channel, a bias. Against the oracle and bitwise reproducible; the tiled kernel,
+    forced on the same operands, against the oracle too (both paths stay reachable)."""
+    act = HALF[dtype]
+    if block == "channel":
+        block = 1 << (K - 1).bit_length()
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act)
+    w = case.prepare()
+    if float(jax.devices("gpu")[0].compute_capability) != 9.0 or (
+            90 not in jm.build_info()["cuda_architectures"]):
+        pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
+    assert ops.planned_kernel(M, w, act) == "wgmma"  # never a silent fallback on 9.0
+    assert ops.planned_kernel(M, w, act, FORCE_TILED_KERNEL) == "tiled"
+    want = oracle64(a, case, b)
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(jnp.asarray(a), w, to_jnp(b)))
+    assert_close(first, want, act)
+    poison_allocator()
+    again = np.asarray(fn(jnp.asarray(a), w, to_jnp(b)))
+    np.testing.assert_array_equal(again.view(np.uint16), first.view(np.uint16))
+    tiled = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=FORCE_TILED_KERNEL))
+    assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
+
+
 def test_layer_stack_under_jit(rng):
     """32 layers in one jitted program (XLA may run it as a CUDA graph), run twice."""
     layers, width, M = 32, 512, 8

@@ -1,0 +1,516 @@
+// Hopper wgmma W4A16 kernel for M = 17..256 (sm_90a only; design and sources:
+// docs/design/wgmma.md; tools/wgmma_probe.cu checks the layout facts below on
+// the GPU).
+//
+// Past M = 16 the tensor pipe is the limit: 8192 x 28672 at M = 64 is 30
+// GFLOP, and the issue's 2.5x over fp16 (48 us) needs >= 625 TFLOP/s, which
+// only the asynchronous warpgroup MMA reaches (mma.sync measured 181 us there).
+//
+// Operands (the streaming kernel's swap, kept): the dequantized weights are
+// wgmma's A, from registers, 64 output columns x 16 of k per warpgroup. Warp
+// w's share (columns 16w..16w+15) is exactly an mma.sync m16n8k16 A fragment,
+// and word w of each lane's 16 bytes of a tile unit holds it (the repack's
+// order, jax_marlin/_layout.py), so a warp reads one 32-bit word per lane per
+// k16 and dequantizes it straight into its four A registers, scales applied
+// (rounded once, at the scale, as the tiled kernel and the reference do). The
+// activations are wgmma's B, read from shared memory through a descriptor:
+// [M, K] row-major is the K-major N x K operand wgmma wants, with N = the
+// block's rows. The accumulators then hold D[column][row]: the epilogue
+// transposes on the way out.
+//
+// Block: two warpgroups (two 64-column tiles) sharing one activation stage,
+// kRows activation rows (32, 64 or 128), all of k. Stages of 64 of k go
+// through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B of
+// activations (stored with the 128-byte swizzle wgmma's descriptor names),
+// and the stage's one or two groups of scales and zero points. First version:
+// no k-split and no producer warp (docs/design/wgmma.md lists both as next).
+
+#include "wgmma_kernel.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "marlin_device.cuh"
+
+namespace jax_marlin {
+namespace {
+
+constexpr int kWgThreads = 256;          // two warpgroups
+constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
+constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
+constexpr int kWgStageUnits = kWgStageK / 16;
+constexpr int kWgPrefetch = 4;           // stages in flight ahead of the one computed
+constexpr int kWgStages = kWgPrefetch + 2;  // + the one computed + the one whose wgmmas run
+constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
+constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
+constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
+// A group's words for one tile: 64 scales (128 B), then the zero points (8
+// packed words, 32 B) or the float-zero-point offsets (64 values, 128 B).
+constexpr int kWgGroupWordBytes = 256;
+constexpr int kWgWordsBytes = kWgMaxGroups * kWgTiles * kWgGroupWordBytes;  // 1 KB
+
+template <int kRows>
+struct WgmmaConfig {
+  static_assert(kRows == 32 || kRows == 64 || kRows == 128, "wgmma N of the block");
+  // The activations of a stage: kRows rows of 64 k (128 B), a whole number of
+  // 1024-byte swizzle atoms (8 rows), so every stage stays 1024-aligned.
+  static constexpr int kActBytes = kRows * 128;
+  static constexpr int kStageBytes = kActBytes + kWgCodesBytes + kWgWordsBytes;
+  static_assert(kStageBytes % 1024 == 0, "stages must keep the 1024-byte alignment");
+  // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
+  static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
+};
+
+struct WgmmaParams {
+  const void* a;
+  const uint32_t* codes;
+  const void* scales;
+  const void* zero_points;
+  const void* bias;
+  void* out;
+  float* workspace;  // unused (no k-split yet); copy_operands fills it
+  int64_t M, N, K, n_pad;
+  int kt_total;   // k_pad / 16
+  int n_tiles;    // n_pad / 64
+  int k_blocks;
+  int group_size;
+  int stages;     // ceil(kt_total / 4)
+};
+
+// ---------------------------------------------------------------------------
+// wgmma wrappers (sm_90a). The accumulators are "+f" operands: the asm both
+// reads and writes them, so the compiler keeps them in place across the
+// asynchronous window, and `memory` clobbers order the fences.
+// ---------------------------------------------------------------------------
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define JAX_MARLIN_HAS_WGMMA 1
+#endif
+
+__device__ __forceinline__ void wgmma_fence() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Shared memory written by cp.async / st.shared (the generic proxy) is read by
+// wgmma through the async proxy: each writer fences before the barrier.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Descriptor of a K-major B operand (rows of 64 k = 128 B, 128-byte swizzle,
+// 1024-aligned atoms of 8 rows): start >> 4 in bits 0-13, leading byte offset
+// 16 B (unused with a swizzle) in 16-29, stride 1024 B (8 rows) in 32-45,
+// layout 1 (128B swizzle) in 62-63. A k16 step within the rows is +32 B.
+__device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
+  return static_cast<uint64_t>((start >> 4) & 0x3FFF) | (uint64_t{16 >> 4} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+#define JM_D8(i)                                                                       \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),          \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// The instruction for N (activation rows) and the element type TY (f16, bf16):
+// accumulators %0 .. %(N/2 - 1) (ACC), then the four A registers and the
+// descriptor (TAIL: the next five operand numbers).
+#define JM_WGMMA(N, TY, ACC, TAIL)                                                   \
+  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TY "." #TY " {" ACC "}, {" TAIL \
+  ", 1, 1, 1, 0;\n"
+#define JM_TAIL16 "%16, %17, %18, %19}, %20"
+#define JM_TAIL32 "%32, %33, %34, %35}, %36"
+#define JM_TAIL64 "%64, %65, %66, %67}, %68"
+#define JM_ACC16                                                                     \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+#define JM_ACC32                                                                     \
+  JM_ACC16 ",%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define JM_ACC64                                                                     \
+  JM_ACC32 ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"         \
+           "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+
+// D (64 x kRows, fp32) += A (64 x 16, registers) x B (16 x kRows, descriptor).
+template <typename T, int kRows>
+__device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint32_t (&a)[4],
+                                              uint64_t b) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
+#define JM_OPERANDS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)
+  if constexpr (kRows == 32) {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(32, bf16, JM_ACC16, JM_TAIL16) : JM_D8(0), JM_D8(8) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(32, f16, JM_ACC16, JM_TAIL16) : JM_D8(0), JM_D8(8) : JM_OPERANDS);
+  } else if constexpr (kRows == 64) {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(64, bf16, JM_ACC32, JM_TAIL32)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(64, f16, JM_ACC32, JM_TAIL32)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24) : JM_OPERANDS);
+  } else {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(128, bf16, JM_ACC64, JM_TAIL64)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+                     JM_D8(56)
+                   : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(128, f16, JM_ACC64, JM_TAIL64)
+                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
+                     JM_D8(56)
+                   : JM_OPERANDS);
+  }
+#undef JM_OPERANDS
+#endif
+}
+#undef JM_D8
+#undef JM_WGMMA
+#undef JM_ACC16
+#undef JM_ACC32
+#undef JM_ACC64
+#undef JM_TAIL16
+#undef JM_TAIL32
+#undef JM_TAIL64
+
+// ---------------------------------------------------------------------------
+// The kernel.
+// ---------------------------------------------------------------------------
+
+// kTwoGroups: groups of 32, two a stage (units 0-1 and 2-3); else one group
+// covers the stage (groups of 64 or more, powers of two).
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
+__global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
+    wgmma_gemm_kernel(const WgmmaParams p) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  using Cfg = WgmmaConfig<kRows>;
+  extern __shared__ unsigned char smem_raw[];
+  // The swizzle pattern is a function of the address bits 4-9, so the stages
+  // start on 1024-byte boundaries (the descriptors' base offset is then 0).
+  const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
+  auto stage_at = [&](int slot) { return smem_base + slot * Cfg::kStageBytes; };
+  constexpr int kCodesOffset = Cfg::kActBytes;
+  constexpr int kWordsOffset = Cfg::kActBytes + kWgCodesBytes;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int wg = warp >> 2;      // warpgroup: which of the block's two tiles
+  const int wg_warp = warp & 3;  // warp in the warpgroup: columns 16 wg_warp .. + 15
+  const int g = lane >> 2, q = lane & 3;
+  const int tile0 = blockIdx.x * kWgTiles;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+
+  const T* __restrict__ a = static_cast<const T*>(p.a);
+  const T* __restrict__ scales = static_cast<const T*>(p.scales);
+  const uint32_t* __restrict__ packed_zp = static_cast<const uint32_t*>(p.zero_points);
+  const T* __restrict__ offsets = static_cast<const T*>(p.zero_points);
+  const int log_group = __ffs(p.group_size) - 1;
+
+  // Stage s: k = 64 s .. 64 s + 63, units 4 s .. 4 s + 3 (fewer at the end of
+  // k_pad), groups (64 s) / group_size onwards. Every copy past an edge (a
+  // tile past n_tiles, a unit past kt_total, a row past M, k past K, a group
+  // past k_blocks) is a zero-fill: 0 source bytes. Each thread's chunks are
+  // fixed for the whole k-range, so their addresses are computed once here
+  // and a stage only adds its offset (per-stage 64-bit index math was ~340
+  // instructions a stage per thread, more than the dequant and MMAs).
+  //
+  // Codes: 2 tiles x 4 units x 512 B, one 16-byte chunk per thread.
+  const int code_chunk = tid % 128, code_unit = code_chunk / 32;
+  const bool code_tile_ok = tile0 + tid / 128 < p.n_tiles;
+  const uint32_t* const code_src =
+      p.codes + (static_cast<int64_t>(tile0 + tid / 128) * p.kt_total + code_unit) * 128 +
+      (code_chunk % 32) * 4;
+  const uint32_t code_dst = kCodesOffset + (tid / 128) * (kWgStageUnits * kWgUnitBytes) +
+                            code_unit * kWgUnitBytes + (code_chunk % 32) * 16;
+  // Activations: kRows rows x 8 chunks (8 of k each), kRows / 32 a thread,
+  // swizzled: chunk c of row n at n * 128 + ((c ^ (n & 7)) << 4).
+  constexpr int kActChunks = kRows * 8 / kWgThreads;
+  const int act_c = tid % 8;
+  const T* act_src[kActChunks];
+  uint32_t act_dst[kActChunks];
+  bool act_row_ok[kActChunks];
+#pragma unroll
+  for (int i = 0; i < kActChunks; ++i) {
+    const int n = (tid + i * kWgThreads) / 8;
+    act_row_ok[i] = m0 + n < p.M;
+    act_src[i] = a + (act_row_ok[i] ? (m0 + n) * p.K : 0) + 8 * act_c;
+    act_dst[i] = n * 128 + ((act_c ^ (n & 7)) << 4);
+  }
+  // Group words: per group slot j and tile, 8 chunks of scales, then 2
+  // chunks of packed zero points or 8 of offsets; threads 0 .. kWordChunks - 1.
+  constexpr int kZpChunks = kZP == ZeroPointKind::kOffset ? 8 : 2;
+  constexpr int kChunksPerGroupTile = 8 + (kZP == ZeroPointKind::kImplicit ? 0 : kZpChunks);
+  constexpr int kWordChunks = kWgMaxGroups * kWgTiles * kChunksPerGroupTile;
+  const int word_j = tid / (kWgTiles * kChunksPerGroupTile);
+  const int word_tt = (tid / kChunksPerGroupTile) % kWgTiles;
+  const int word_c = tid % kChunksPerGroupTile;
+  // A second group slot exists only for groups of 32.
+  const bool word_ok = tid < kWordChunks && tile0 + word_tt < p.n_tiles &&
+                       (word_j == 0 || kTwoGroups);
+  const uint32_t word_dst = kWordsOffset + (word_j * kWgTiles + word_tt) * kWgGroupWordBytes +
+                            (word_c < 8 ? 16 * word_c : 128 + 16 * (word_c - 8));
+  // The chunk's source in group 0 and the distance between groups.
+  const void* word_src;
+  int64_t word_group_stride;  // bytes
+  {
+    const int tile = tile0 + word_tt;
+    if (word_c < 8) {
+      word_src = scales + tile * 64 + 8 * word_c;
+      word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
+    } else if (kZP == ZeroPointKind::kPacked4) {
+      word_src = packed_zp + tile * 8 + 4 * (word_c - 8);
+      word_group_stride = p.n_pad / 2;  // n_pad / 8 words of 4 bytes
+    } else {
+      word_src = offsets + tile * 64 + 8 * (word_c - 8);
+      word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
+    }
+  }
+
+  auto load_stage = [&](int s, int slot) {
+    const uint32_t base = stage_at(slot);
+    const bool code_ok = code_tile_ok && 4 * s + code_unit < p.kt_total;
+    cp_async_16(base + code_dst,
+                code_ok ? code_src + static_cast<int64_t>(s) * (kWgStageUnits * 128) : p.codes,
+                code_ok ? 16 : 0);
+    const bool k_ok = static_cast<int64_t>(s) * kWgStageK + 8 * act_c < p.K;
+#pragma unroll
+    for (int i = 0; i < kActChunks; ++i) {
+      const bool ok = act_row_ok[i] && k_ok;
+      cp_async_16(base + act_dst[i], ok ? act_src[i] + s * kWgStageK : a, ok ? 16 : 0);
+    }
+    if (tid < kWordChunks) {
+      const int gi = ((s * kWgStageK) >> log_group) + word_j;
+      const bool ok = word_ok && gi < p.k_blocks;
+      cp_async_16(base + word_dst,
+                  ok ? static_cast<const unsigned char*>(word_src) + gi * word_group_stride
+                     : word_src,
+                  ok ? 16 : 0);
+    }
+  };
+
+  float d[kRows / 2];
+#pragma unroll
+  for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
+
+  // The ring: kWgPrefetch stages in flight ahead of the one computed, and the
+  // wgmmas of one stage still running while the next is dequantized (one
+  // wgmma commit group per stage, wait_group 1). So at iteration s the slot
+  // refilled is stage s - 2's: every warp waited for that stage's wgmmas at
+  // the end of iteration s - 1, before this iteration's barrier.
+  static_assert(kWgStages == kWgPrefetch + 2, "the refilled slot is stage s - 2's");
+#pragma unroll
+  for (int s = 0; s < kWgPrefetch; ++s) {
+    if (s < p.stages) load_stage(s, s);
+    cp_async_commit();  // (empty groups past the end keep the count)
+  }
+
+  // A stage's group constants: its first group (units 0-3, or 0-1 for
+  // groups of 32) and, for groups of 32, its second (units 2-3). Lane group
+  // g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the 16
+  // bytes at 16 g of a group's words, its packed zero points word g (nibble
+  // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
+  // wg_warp only: that pair is moved to position 0, so the constants are
+  // indexed statically (a runtime index puts them in local memory).
+  auto group_constants = [&](GroupConstants& gc, uint32_t words) {
+    const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
+    uint32_t zp_pair = 0, offset_pair = 0;
+    if constexpr (kZP == ZeroPointKind::kPacked4)
+      zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
+    if constexpr (kZP == ZeroPointKind::kOffset)
+      offset_pair = lds_32(words + 128 + 16 * g + 4 * wg_warp);
+    make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
+                                 make_uint4(offset_pair, 0, 0, 0));
+  };
+
+  // One stage, its A registers in `frag` (two sets, alternating by stage, so
+  // that stage s - 1's wgmmas may still read theirs). Branch-free: units past
+  // kt_total (the last stage of a k_pad not a multiple of 64) multiply
+  // zero-filled activations and zero scales.
+  // The slots read and refilled advance by one a stage, wrapping: counters,
+  // not s % kWgStages and a recomputed base every stage.
+  int read_slot = 0, fill_slot = kWgPrefetch;
+  auto next_slot = [](int slot) { return slot + 1 == kWgStages ? 0 : slot + 1; };
+  // This lane's code word within a stage: word wg_warp of its 16 bytes of a
+  // unit (columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1, 2q + 8, 2q + 9).
+  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
+                             wg_warp * 4;
+  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
+
+  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
+    // Stage s has landed for this thread; the fence hands its writes to the
+    // async proxy (wgmma reads the activations there), the barrier to all.
+    cp_async_wait<kWgPrefetch - 1>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    if (s + kWgPrefetch < p.stages) load_stage(s + kWgPrefetch, fill_slot);
+    cp_async_commit();
+    fill_slot = next_slot(fill_slot);
+
+    const uint32_t base = stage_at(read_slot);
+    read_slot = next_slot(read_slot);
+    // All four code words first.
+    uint32_t word[kWgStageUnits];
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) word[u] = lds_32(base + code_read + u * kWgUnitBytes);
+    const uint32_t words = base + words_read;
+    GroupConstants gc[kTwoGroups ? 2 : 1];
+    group_constants(gc[0], words);
+    if constexpr (kTwoGroups) group_constants(gc[1], words + kWgTiles * kWgGroupWordBytes);
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) {
+      uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
+      dequant_word<T, kZP>(word[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
+      // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
+      frag[u][0] = col_lo[0];
+      frag[u][1] = col_hi[0];
+      frag[u][2] = col_lo[1];
+      frag[u][3] = col_hi[1];
+    }
+    // New A registers: fence, then the stage's four k16 MMAs as one group.
+    // A k16 step is +32 B, +2 in the descriptor's start field (shared
+    // addresses are below 2^18, so the 14-bit field never carries).
+    const uint64_t desc = act_descriptor(base);
+    wgmma_fence();
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
+    wgmma_commit();
+    // Stage s - 1's group is done: its slot and its A registers are free.
+    wgmma_wait<1>();
+  };
+
+  // Stages in pairs, the odd one unconditional: with a conditional stage in
+  // the loop body ptxas serializes every wgmma (warning C7513), and the two
+  // register sets collapse into one.
+  uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
+  int s = 0;
+  for (; s + 1 < p.stages; s += 2) {
+    compute_stage(s, frag_even);
+    compute_stage(s + 1, frag_odd);
+  }
+  if (s < p.stages) compute_stage(s, frag_even);
+  wgmma_wait<0>();
+  cp_async_wait<0>();
+
+  // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
+  // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
+  const int tile = tile0 + wg;
+  if (tile < p.n_tiles) {
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+#pragma unroll
+    for (int i = 0; i < kRows / 2; ++i) {
+      const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
+      if (m < p.M && n < p.N) store_with_bias(out, bias, m, n, p.N, d[i]);
+    }
+  }
+#else
+  __trap();  // never launched: LaunchWgmmaGemm checks that the sm_90a code is loaded
+#endif
+}
+
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
+cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
+  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
+  if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((p.n_tiles + kWgTiles - 1) / kWgTiles),
+                  static_cast<unsigned>((p.M + kRows - 1) / kRows));
+  kernel<<<grid, kWgThreads, WgmmaConfig<kRows>::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// The block's rows: the smallest wgmma N of 32, 64, 128 that holds M, or 128
+// (several row blocks) above that.
+template <typename T, ZeroPointKind kZP>
+cudaError_t launch_zero_points(const WgmmaParams& p, const DeviceLimits& device,
+                               cudaStream_t stream) {
+  if (p.group_size == 32) {
+    if (p.M <= 32) return launch_rows<T, kZP, 32, true>(p, device, stream);
+    if (p.M <= 64) return launch_rows<T, kZP, 64, true>(p, device, stream);
+    return launch_rows<T, kZP, 128, true>(p, device, stream);
+  }
+  if (p.M <= 32) return launch_rows<T, kZP, 32, false>(p, device, stream);
+  if (p.M <= 64) return launch_rows<T, kZP, 64, false>(p, device, stream);
+  return launch_rows<T, kZP, 128, false>(p, device, stream);
+}
+
+template <typename T>
+cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
+                         const DeviceLimits& device, cudaStream_t stream) {
+  switch (args.zero_point_kind) {
+    case ZeroPointKind::kImplicit:
+      return launch_zero_points<T, ZeroPointKind::kImplicit>(p, device, stream);
+    case ZeroPointKind::kPacked4:
+      return launch_zero_points<T, ZeroPointKind::kPacked4>(p, device, stream);
+    case ZeroPointKind::kOffset:
+      return launch_zero_points<T, ZeroPointKind::kOffset>(p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Whether this module carries sm_90a code for the kernel and the device runs
+// it: the file is compiled for sm_90a alone, so the attributes query succeeds
+// only where that code loads (exactly compute capability 9.0). Asked once.
+bool wgmma_code_loaded(const DeviceLimits& device) {
+  if (device.compute_capability != 90) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices];  // 0: not asked, 1: no, 2: yes
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
+  if (cacheable) {
+    if (const int k = known[device.ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
+  }
+  cudaFuncAttributes attributes{};
+  const bool loaded =
+      cudaFuncGetAttributes(&attributes,
+                            wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64, false>) ==
+      cudaSuccess;
+  if (!loaded) cudaGetLastError();  // not an error of the launch to come
+  if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
+  return loaded;
+}
+
+}  // namespace
+
+bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
+  return args.M >= kWgmmaMinM && args.M <= kWgmmaMaxM && args.group_size >= 32 &&
+         args.k_pad / 16 <= INT32_MAX / 16 &&
+         WgmmaConfig<128>::kSmemBytes <= device.max_shared_bytes_per_block &&
+         wgmma_code_loaded(device);
+}
+
+cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
+                            cudaStream_t stream) {
+  WgmmaParams p{};
+  copy_operands(args, &p);
+  p.kt_total = static_cast<int>(args.k_pad / 16);
+  p.n_tiles = static_cast<int>(args.n_pad / 64);
+  p.k_blocks = static_cast<int>(args.k_blocks);
+  p.group_size = static_cast<int>(args.group_size);
+  p.stages = (p.kt_total + kWgStageUnits - 1) / kWgStageUnits;
+  switch (args.dtype) {
+    case ActDType::kFloat16:
+      return launch_dtype<__half>(args, p, device, stream);
+    case ActDType::kBFloat16:
+      return launch_dtype<__nv_bfloat16>(args, p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace jax_marlin
