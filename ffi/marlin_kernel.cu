@@ -48,6 +48,10 @@ constexpr int kBStageBytes = kUnitsPerBlock * kK16PerTile * kUnitBytes;  // 16 K
 constexpr int kARowBytes = kTileK * 2;                   // 512 B: 256 halves
 constexpr int kScaleGroupBytes = kUnitsPerBlock * kUnitN * 2;  // 256 B per group
 constexpr int kMinTilesPerSplit = 2;  // a split shorter than this is mostly fill/drain
+// ChooseSplits' costs in k-tile times: prologue/epilogue, and the reduce
+// kernel's launch and partial traffic.
+constexpr int kFillTiles = 2;
+constexpr int kReduceTiles = 4;
 constexpr int kMaxSplits = 64;
 
 static_assert(kK16PerWarp * kKWarps == kK16PerTile, "warps must tile the k-tile");
@@ -437,32 +441,6 @@ __global__ void __launch_bounds__(256)
 // Host side.
 // ---------------------------------------------------------------------------
 
-// Picks the number of k-splits. Model: `slots` blocks run at once; the blocks
-// of one wave take time ~ (k-tiles per split + pipeline fill), waves run one
-// after another, and a split costs a second (reduce) launch. Ties go to fewer
-// splits. For M = 1, 8192 x 28672 (224 blocks of 128 columns, 32 k-tiles)
-// this keeps S = 1: every SM already streams; for 28672 x 8192 (64 blocks,
-// 112 k-tiles) it picks S = 4 so that all SMs stream (both measured best on
-// H200 among S = 1..16).
-int choose_splits(int64_t base_blocks, int tiles_total, int max_splits, int slots) {
-  constexpr int64_t kFillTiles = 2;     // prologue/epilogue, in k-tile times
-  constexpr int64_t kReduceCost = 4;    // second launch + partial traffic
-  int best = 1;
-  int64_t best_cost = INT64_MAX;
-  for (int s = 1; s <= max_splits; ++s) {
-    const int64_t per_split = ceil_div(tiles_total, s);
-    const int64_t splits = ceil_div(tiles_total, per_split);
-    if (splits != s) continue;  // same partition as a smaller s
-    const int64_t waves = ceil_div(base_blocks * s, slots);
-    const int64_t cost = waves * (per_split + kFillTiles) + (s > 1 ? kReduceCost : 0);
-    if (cost < best_cost) {
-      best_cost = cost;
-      best = s;
-    }
-  }
-  return best;
-}
-
 // Where A, the codes, the scales and the zero points of one k-tile sit inside
 // a pipeline stage, and the dynamic shared memory the whole ring needs.
 struct StageLayout {
@@ -531,7 +509,8 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
     const int per_sm = std::min(Cfg::kMinBlocksPerSM, by_smem);
     const int slots = std::max(1, device.sm_count) * per_sm;
     if (heuristic_max > 1)
-      splits = choose_splits(n_blocks * m_blocks, tiles_total, heuristic_max, slots);
+      splits = ChooseSplits(n_blocks * m_blocks, tiles_total, heuristic_max, slots,
+                            kFillTiles, kReduceTiles);
   }
   splits = std::max(1, splits);
   p.tiles_per_split = static_cast<int>(ceil_div(tiles_total, splits));
@@ -548,17 +527,7 @@ cudaError_t launch_typed(const MarlinGemmArgs& args, const DeviceLimits& device,
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
-  if (splits > 1) {
-    const int64_t total = args.M * args.N;
-    const int64_t blocks =
-        std::min<int64_t>(ceil_div(total, 256), int64_t{std::max(1, device.sm_count)} * 16);
-    splitk_reduce_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-        args.workspace, static_cast<const T*>(args.bias), static_cast<T*>(args.out), args.M,
-        args.N, args.n_pad, splits);
-    err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return splits > 1 ? LaunchSplitKReduce(args, device, splits, stream) : cudaSuccess;
 }
 
 template <typename T, ZeroPointKind kZP>
@@ -600,6 +569,52 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const DeviceLimits&
 }
 
 }  // namespace
+
+// Picks the number of k-splits. Model: `slots` blocks run at once; the blocks
+// of one wave take time ~ (k-units per split + fill_units), waves run one
+// after another, and a split costs a second (reduce) launch, ~reduce_units.
+// Ties go to fewer splits. For the tiled kernel (a unit is its 256-k tile) at
+// M = 1, 8192 x 28672 (224 blocks of 128 columns, 32 k-tiles) this keeps
+// S = 1: every SM already streams; for 28672 x 8192 (64 blocks, 112 k-tiles)
+// it picks S = 4 so that all SMs stream (both measured best on H200 among
+// S = 1..16).
+int ChooseSplits(int64_t base_blocks, int units_total, int max_splits, int slots,
+                 int fill_units, int reduce_units) {
+  int best = 1;
+  int64_t best_cost = INT64_MAX;
+  for (int s = 1; s <= max_splits; ++s) {
+    const int64_t per_split = ceil_div(units_total, s);
+    const int64_t splits = ceil_div(units_total, per_split);
+    if (splits != s) continue;  // same partition as a smaller s
+    const int64_t waves = ceil_div(base_blocks * s, slots);
+    const int64_t cost = waves * (per_split + fill_units) + (s > 1 ? reduce_units : 0);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = s;
+    }
+  }
+  return best;
+}
+
+cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& device,
+                               int splits, cudaStream_t stream) {
+  const int64_t total = args.M * args.N;
+  const auto blocks = static_cast<unsigned>(
+      std::min<int64_t>(ceil_div(total, 256), int64_t{std::max(1, device.sm_count)} * 16));
+  switch (args.dtype) {
+    case ActDType::kFloat16:
+      splitk_reduce_kernel<__half><<<blocks, 256, 0, stream>>>(
+          args.workspace, static_cast<const __half*>(args.bias), static_cast<__half*>(args.out),
+          args.M, args.N, args.n_pad, splits);
+      break;
+    case ActDType::kBFloat16:
+      splitk_reduce_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(
+          args.workspace, static_cast<const __nv_bfloat16*>(args.bias),
+          static_cast<__nv_bfloat16*>(args.out), args.M, args.N, args.n_pad, splits);
+      break;
+  }
+  return cudaGetLastError();
+}
 
 const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device,
                           int split_k_override) {

@@ -77,4 +77,14 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
 const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device,
                           int split_k_override);
 
+// Shared by the k-split launchers (the tiled and the wgmma kernels), whose
+// splits write fp32 partials [split][M][n_pad] to args.workspace.
+// The split count for `base_blocks` blocks over `units_total` k-units with
+// `slots` blocks resident at once; the fill and reduce costs are in k-unit times.
+int ChooseSplits(int64_t base_blocks, int units_total, int max_splits, int slots,
+                 int fill_units, int reduce_units);
+// out = the partials summed in split order (bitwise reproducible) + bias.
+cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& device,
+                               int splits, cudaStream_t stream);
+
 }  // namespace jax_marlin

@@ -19,17 +19,20 @@
 // transposes on the way out.
 //
 // Block: two warpgroups (two 64-column tiles) sharing one activation stage,
-// kRows activation rows (32, 64 or 128), all of k. Stages of 64 of k go
-// through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B of
-// activations (stored with the 128-byte swizzle wgmma's descriptor names),
-// and the stage's one or two groups of scales and zero points. First version:
-// no k-split and no producer warp (docs/design/wgmma.md lists both as next).
+// kRows activation rows (32, 64 or 128), and one range of k (all of it, or a
+// k-split's share where the column and row blocks alone leave SMs idle; the
+// splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
+// of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B
+// of activations (stored with the 128-byte swizzle wgmma's descriptor names),
+// and the stage's one or two groups of scales and zero points. No producer
+// warp yet (docs/design/wgmma.md lists it as next).
 
 #include "wgmma_kernel.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -71,13 +74,16 @@ struct WgmmaParams {
   const void* zero_points;
   const void* bias;
   void* out;
-  float* workspace;  // unused (no k-split yet); copy_operands fills it
+  float* workspace;  // num_splits > 1: fp32 partials [split][M][n_pad]
+  int64_t workspace_elems;  // (host only) the splits fit: elems / (M * n_pad)
   int64_t M, N, K, n_pad;
   int kt_total;   // k_pad / 16
   int n_tiles;    // n_pad / 64
   int k_blocks;
   int group_size;
   int stages;     // ceil(kt_total / 4)
+  int stages_per_split;  // blockIdx.z's stages: [z, z + 1) * stages_per_split
+  int num_splits;
 };
 
 // ---------------------------------------------------------------------------
@@ -216,6 +222,11 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   const int g = lane >> 2, q = lane & 3;
   const int tile0 = blockIdx.x * kWgTiles;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  // The k-split: this block's stages. Where the grid of column tiles and row
+  // blocks alone leaves SMs idle (N = 4096 or 8192: 32 or 64 blocks), the
+  // stages are cut into num_splits ranges, one a blockIdx.z.
+  const int s_first = blockIdx.z * p.stages_per_split;
+  const int n_stages = min(p.stages - s_first, p.stages_per_split);
 
   const T* __restrict__ a = static_cast<const T*>(p.a);
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
@@ -317,7 +328,7 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   static_assert(kWgStages == kWgPrefetch + 2, "the refilled slot is stage s - 2's");
 #pragma unroll
   for (int s = 0; s < kWgPrefetch; ++s) {
-    if (s < p.stages) load_stage(s, s);
+    if (s < n_stages) load_stage(s_first + s, s);
     cp_async_commit();  // (empty groups past the end keep the count)
   }
 
@@ -359,7 +370,7 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
     cp_async_wait<kWgPrefetch - 1>();
     fence_proxy_async_shared();
     __syncthreads();
-    if (s + kWgPrefetch < p.stages) load_stage(s + kWgPrefetch, fill_slot);
+    if (s + kWgPrefetch < n_stages) load_stage(s_first + s + kWgPrefetch, fill_slot);
     cp_async_commit();
     fill_slot = next_slot(fill_slot);
 
@@ -400,25 +411,32 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   // register sets collapse into one.
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
   int s = 0;
-  for (; s + 1 < p.stages; s += 2) {
+  for (; s + 1 < n_stages; s += 2) {
     compute_stage(s, frag_even);
     compute_stage(s + 1, frag_odd);
   }
-  if (s < p.stages) compute_stage(s, frag_even);
+  if (s < n_stages) compute_stage(s, frag_even);
   wgmma_wait<0>();
   cp_async_wait<0>();
 
   // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
   // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
+  // With a k-split the fp32 partial goes to the workspace (every column of the
+  // tile is < n_pad) and LaunchSplitKReduce adds the splits and the bias.
   const int tile = tile0 + wg;
   if (tile < p.n_tiles) {
     T* out = static_cast<T*>(p.out);
     const T* bias = static_cast<const T*>(p.bias);
+    float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
 #pragma unroll
     for (int i = 0; i < kRows / 2; ++i) {
       const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
       const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
-      if (m < p.M && n < p.N) store_with_bias(out, bias, m, n, p.N, d[i]);
+      if (m >= p.M) continue;
+      if (p.num_splits > 1)
+        partial[m * p.n_pad + n] = d[i];
+      else if (n < p.N)
+        store_with_bias(out, bias, m, n, p.N, d[i]);
     }
   }
 #else
@@ -426,12 +444,43 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
 #endif
 }
 
+// ChooseSplits' costs in stage times (64 of k). The fill: the prologue's DRAM
+// round trip and the first stages. The reduce: its launch plus M x n_pad x 4 B
+// written and read per split, ~5 us at M = 64, N = 8192 against the ~0.4 us
+// a stage took there unsplit (session 7 call 2: 195 us for 448 stages).
+constexpr int kWgFillStages = 4;
+constexpr int kWgReduceStages = 12;
+constexpr int kWgMinStagesPerSplit = 8;
+constexpr int kWgMaxSplits = 16;
+
+// The k-splits for a grid of `base_blocks` (column pairs x row blocks): as
+// many as the workspace holds and the heuristic finds worth a reduce.
+int wgmma_splits(const WgmmaParams& p, int64_t base_blocks, int blocks_per_sm, int smem_bytes,
+                 const DeviceLimits& device) {
+  if (p.workspace == nullptr) return 1;
+  const int64_t ws_splits = p.workspace_elems / (p.M * p.n_pad);
+  const int max_splits = static_cast<int>(std::min<int64_t>(
+      {ws_splits, int64_t{p.stages / kWgMinStagesPerSplit}, int64_t{kWgMaxSplits}}));
+  if (max_splits <= 1) return 1;
+  // Resident blocks: the launch bounds' count, or fewer where the shared
+  // memory (about 1 KB a block reserved by the driver) does not hold them.
+  const int by_smem = std::max(1, (device.max_shared_bytes_per_block + 1024) / (smem_bytes + 1024));
+  const int slots = std::max(1, device.sm_count) * std::min(blocks_per_sm, by_smem);
+  return ChooseSplits(base_blocks, p.stages, max_splits, slots, kWgFillStages, kWgReduceStages);
+}
+
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
+cudaError_t launch_rows(WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
   constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((p.n_tiles + kWgTiles - 1) / kWgTiles),
-                  static_cast<unsigned>((p.M + kRows - 1) / kRows));
+  const int64_t n_blocks = ceil_div(p.n_tiles, kWgTiles);
+  const int64_t m_blocks = ceil_div(p.M, kRows);
+  const int splits = wgmma_splits(p, n_blocks * m_blocks, kRows <= 64 ? 2 : 1,
+                                  WgmmaConfig<kRows>::kSmemBytes, device);
+  p.stages_per_split = static_cast<int>(ceil_div(p.stages, splits));
+  p.num_splits = static_cast<int>(ceil_div(p.stages, p.stages_per_split));  // none empty
+  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),
+                  static_cast<unsigned>(p.num_splits));
   kernel<<<grid, kWgThreads, WgmmaConfig<kRows>::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
@@ -439,7 +488,7 @@ cudaError_t launch_rows(const WgmmaParams& p, const DeviceLimits& device, cudaSt
 // The block's rows: the smallest wgmma N of 32, 64, 128 that holds M, or 128
 // (several row blocks) above that.
 template <typename T, ZeroPointKind kZP>
-cudaError_t launch_zero_points(const WgmmaParams& p, const DeviceLimits& device,
+cudaError_t launch_zero_points(WgmmaParams& p, const DeviceLimits& device,
                                cudaStream_t stream) {
   if (p.group_size == 32) {
     if (p.M <= 32) return launch_rows<T, kZP, 32, true>(p, device, stream);
@@ -452,7 +501,7 @@ cudaError_t launch_zero_points(const WgmmaParams& p, const DeviceLimits& device,
 }
 
 template <typename T>
-cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
+cudaError_t launch_dtype(const MarlinGemmArgs& args, WgmmaParams& p,
                          const DeviceLimits& device, cudaStream_t stream) {
   switch (args.zero_point_kind) {
     case ZeroPointKind::kImplicit:
@@ -504,13 +553,18 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
   p.k_blocks = static_cast<int>(args.k_blocks);
   p.group_size = static_cast<int>(args.group_size);
   p.stages = (p.kt_total + kWgStageUnits - 1) / kWgStageUnits;
+  p.workspace_elems = args.workspace_elems;
+  cudaError_t err = cudaErrorInvalidValue;
   switch (args.dtype) {
     case ActDType::kFloat16:
-      return launch_dtype<__half>(args, p, device, stream);
+      err = launch_dtype<__half>(args, p, device, stream);
+      break;
     case ActDType::kBFloat16:
-      return launch_dtype<__nv_bfloat16>(args, p, device, stream);
+      err = launch_dtype<__nv_bfloat16>(args, p, device, stream);
+      break;
   }
-  return cudaErrorInvalidValue;
+  if (err != cudaSuccess) return err;
+  return p.num_splits > 1 ? LaunchSplitKReduce(args, device, p.num_splits, stream) : cudaSuccess;
 }
 
 }  // namespace jax_marlin

@@ -69,6 +69,9 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 # From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
 # instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
 DENSE_FROM_M = 256
+# Except on Hopper, where the wgmma kernel (ffi/wgmma_kernel.h kWgmmaMaxM) beats
+# the dense path up to its last row count (session 7 call 3, docs/perf/NOTES.md).
+WGMMA_MAX_M = 256
 
 
 def _weights(codes, scales, zero_points, params) -> MarlinWeights:
@@ -154,10 +157,29 @@ def _local_gpus_have_mma_sync() -> bool:
     return all(float(getattr(d, "compute_capability", "8.0")) >= 8.0 for d in gpus)
 
 
+def _wgmma_runs(block_size: int) -> bool:
+    """Whether the CUDA module's Hopper wgmma kernel takes M = 17..WGMMA_MAX_M here: every
+    local GPU is compute capability 9.0, the build carries sm_90a code, and groups hold at
+    least 32 of k (ffi/wgmma_kernel.cu WgmmaGemmApplies; without a local GPU, no)."""
+    return block_size >= 32 and _local_gpus_run_wgmma()
+
+
+@functools.cache
+def _local_gpus_run_wgmma() -> bool:
+    if not _ffi.has_cuda_kernel() or 90 not in _ffi.build_info()["cuda_architectures"]:
+        return False
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        return False
+    return all(float(getattr(d, "compute_capability", "0")) == 9.0 for d in gpus)
+
+
 def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
     M = _shapes.rows(a.shape)
+    fused_up_to = WGMMA_MAX_M if _wgmma_runs(params["block_size"]) else DENSE_FROM_M - 1
     use_fused = fused_applies(a.dtype, params["bits"]) and (
-        impl == "fused" or (impl == "auto" and M < DENSE_FROM_M))
+        impl == "fused" or (impl == "auto" and M <= fused_up_to))
     if not use_fused or M == 0:
         return _dense(a, codes, scales, zero_points, bias, **params)
     K, N = params["K"], params["N"]

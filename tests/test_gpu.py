@@ -251,7 +251,7 @@ WGMMA_CASES = [(M, N, K, block, zp)
                for M in (17, 33, 64, 65, 128, 130, 256)
                for N, K, block, zp in [(200, 1000, 32, "packed"), (520, 4100, 128, "none"),
                                        (130, 200, "channel", "float"), (130, 1056, 32, "none"),
-                                       (72, 1056, 32, "float")]]
+                                       (72, 1056, 32, "float"), (136, 4096, 32, "float")]]
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -259,10 +259,13 @@ WGMMA_CASES = [(M, N, K, block, zp)
 def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, block, zp, dtype):
     """The Hopper wgmma kernel (M = 17..256 on sm_90; docs/design/wgmma.md): block rows of
     32, 64 and 128 with M across each edge, ragged N (an idle second warpgroup at N = 130
-    and 520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last stage of two units (K = 1056,
-    groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
-    and per-channel, a bias. Against the oracle and bitwise reproducible; the tiled kernel,
-    forced on the same operands, against the oracle too (both paths stay reachable)."""
+    and 520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last
+    stage of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
+    and per-channel, a bias. K = 4100 and 4096 over a few column blocks take the k-split
+    (8 splits by the heuristic; 4100's last split has 3 stages, fewer than the ring's
+    prefetch), the others one split. Against the oracle and bitwise reproducible; the tiled
+    kernel, forced on the same operands, against the oracle too (both paths stay reachable).
+    """
     act = HALF[dtype]
     if block == "channel":
         block = 1 << (K - 1).bit_length()
@@ -285,6 +288,25 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     np.testing.assert_array_equal(again.view(np.uint16), first.view(np.uint16))
     tiled = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=FORCE_TILED_KERNEL))
     assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
+
+
+@pytest.mark.parametrize("M, block, fused", [(ops.WGMMA_MAX_M, 128, True),
+                                              (ops.WGMMA_MAX_M, 16, False),
+                                              (ops.WGMMA_MAX_M + 1, 128, False)])
+def test_auto_takes_wgmma_to_its_last_row_on_hopper(rng, M, block, fused):
+    """impl="auto" on a 9.0 GPU: the wgmma kernel's whole range (it beat the dense path at
+    M = 256, NOTES session 7); groups of 16 (no wgmma) and M past it stay dense; right
+    either way."""
+    if float(jax.devices("gpu")[0].compute_capability) != 9.0 or (
+            90 not in jm.build_info()["cuda_architectures"]):
+        pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
+    case = make_case(rng, N=200, K=512, block_size=block, zp="packed", scale_dtype=np.float16)
+    w = case.prepare()
+    a = activations(rng, (M, 512), np.float16)
+    fn = jax.jit(lambda a, w: jm.matmul_nbits(a, w))
+    text = fn.lower(jnp.asarray(a), w).as_text()
+    assert ("jax_marlin_matmul_nbits_cuda" in text) == fused
+    assert_close(np.asarray(fn(jnp.asarray(a), w)), oracle64(a, case, None), np.float16)
 
 
 def test_layer_stack_under_jit(rng):

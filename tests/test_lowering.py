@@ -70,7 +70,8 @@ def test_cuda_lowering_uses_fused_kernel_for_half_4bit(cuda, weights, dtype):
     dict(dtype=jnp.float16, bits=8, M=5, impl="fused"),  # no fused kernel for 8 bits
     dict(dtype=jnp.float16, bits=2, M=5, impl="auto"),
     dict(dtype=jnp.float16, bits=4, M=5, impl="dense"),
-    dict(dtype=jnp.float16, bits=4, M=ops.DENSE_FROM_M, impl="auto"),  # large M: dense
+    # Large M, past every fused kernel's range (wgmma's on Hopper included): dense.
+    dict(dtype=jnp.float16, bits=4, M=max(ops.DENSE_FROM_M, ops.WGMMA_MAX_M + 1), impl="auto"),
     dict(dtype=jnp.float16, bits=4, M=0, impl="fused"),  # empty: nothing to launch
 ], ids=lambda c: f"{np.dtype(c['dtype']).name}-{c['bits']}bit-M{c['M']}-{c['impl']}")
 def test_cuda_lowering_dense_paths_have_no_custom_call(cuda, weights, case):
