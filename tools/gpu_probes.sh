@@ -16,8 +16,9 @@ run_sanitizer() {  # tool timeout_s log
 }
 
 # Nsight Compute on the streaming kernels of one GEMM (tools/profile_one.py
-# arguments): duration, DRAM throughput, issue rate, registers and the stall
-# reasons per issued instruction.
+# arguments; NCU_KERNEL="wgmma|splitk" picks other kernels by name): duration,
+# DRAM throughput, issue rate, registers and the stall reasons per issued
+# instruction.
 run_ncu() {  # "profile_one args" timeout_s log
   local stalls="" r
   for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
@@ -25,12 +26,12 @@ run_ncu() {  # "profile_one args" timeout_s log
     stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
   done
   # shellcheck disable=SC2086  # the shape arguments are split on purpose
-  (cd /tmp && timeout "$2" ncu --kernel-name regex:stream --launch-skip 6 --launch-count 2 \
+  (cd /tmp && timeout "$2" ncu --kernel-name regex:"${NCU_KERNEL:-stream}" --launch-skip 6 --launch-count 2 \
      --clock-control none --metrics "gpu__time_duration.sum,\
 dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,\
 launch__registers_per_thread$stalls" python3 "$repo/tools/profile_one.py" $1 >>"$3" 2>&1
-   grep -E "stream_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
+   grep -E "stream_|wgmma_|splitk_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
      "$3" | tail -44 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
 }
 
@@ -40,7 +41,7 @@ launch__registers_per_thread$stalls" python3 "$repo/tools/profile_one.py" $1 >>"
 run_ncu_source() {  # "profile_one args" timeout_s csv
   local rep="/tmp/ncu_source_$$"
   # shellcheck disable=SC2086
-  (cd /tmp && timeout "$2" ncu --kernel-name regex:stream_gemm --launch-skip 3 --launch-count 1 \
+  (cd /tmp && timeout "$2" ncu --kernel-name regex:"${NCU_KERNEL:-stream_gemm}" --launch-skip 3 --launch-count 1 \
      --clock-control none --section WarpStateStats --section SourceCounters \
      --section SpeedOfLight --import-source yes -f -o "$rep" \
      python3 "$repo/tools/profile_one.py" $1 >"$3.txt" 2>&1
