@@ -19,7 +19,7 @@
 // transposes on the way out.
 //
 // Block: two warpgroups (two 64-column tiles) sharing one activation stage,
-// kRows activation rows (32, 64 or 128), and one range of k (all of it, or a
+// kRows activation rows (32, 64, 128 or 256), and one range of k (all of it, or a
 // k-split's share where the column and row blocks alone leave SMs idle; the
 // splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
 // of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B
@@ -57,7 +57,8 @@ constexpr int kWgWordsBytes = kWgMaxGroups * kWgTiles * kWgGroupWordBytes;  // 1
 
 template <int kRows>
 struct WgmmaConfig {
-  static_assert(kRows == 32 || kRows == 64 || kRows == 128, "wgmma N of the block");
+  static_assert(kRows == 32 || kRows == 64 || kRows == 128 || kRows == 256,
+                "wgmma N of the block");
   // The activations of a stage: kRows rows of 64 k (128 B), a whole number of
   // 1024-byte swizzle atoms (8 rows), so every stage stays 1024-aligned.
   static constexpr int kActBytes = kRows * 128;
@@ -66,6 +67,7 @@ struct WgmmaConfig {
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
   static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
 };
+static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
 
 struct WgmmaParams {
   const void* a;
@@ -144,6 +146,7 @@ __device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
 #define JM_TAIL16 "%16, %17, %18, %19}, %20"
 #define JM_TAIL32 "%32, %33, %34, %35}, %36"
 #define JM_TAIL64 "%64, %65, %66, %67}, %68"
+#define JM_TAIL128 "%128, %129, %130, %131}, %132"
 #define JM_ACC16                                                                     \
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
 #define JM_ACC32                                                                     \
@@ -151,6 +154,14 @@ __device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
 #define JM_ACC64                                                                     \
   JM_ACC32 ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"         \
            "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+#define JM_ACC128                                                                    \
+  JM_ACC64 ",%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"         \
+           "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"          \
+           "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,"   \
+           "%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,"    \
+           "%125,%126,%127"
+#define JM_D64(i) JM_D8(i), JM_D8(i + 8), JM_D8(i + 16), JM_D8(i + 24), JM_D8(i + 32), \
+      JM_D8(i + 40), JM_D8(i + 48), JM_D8(i + 56)
 
 // D (64 x kRows, fp32) += A (64 x 16, registers) x B (16 x kRows, descriptor).
 template <typename T, int kRows>
@@ -171,29 +182,33 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
     else
       asm volatile(JM_WGMMA(64, f16, JM_ACC32, JM_TAIL32)
                    : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24) : JM_OPERANDS);
+  } else if constexpr (kRows == 128) {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(128, bf16, JM_ACC64, JM_TAIL64) : JM_D64(0) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(128, f16, JM_ACC64, JM_TAIL64) : JM_D64(0) : JM_OPERANDS);
   } else {
     if constexpr (kBF16)
-      asm volatile(JM_WGMMA(128, bf16, JM_ACC64, JM_TAIL64)
-                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
-                     JM_D8(56)
-                   : JM_OPERANDS);
+      asm volatile(JM_WGMMA(256, bf16, JM_ACC128, JM_TAIL128)
+                   : JM_D64(0), JM_D64(64) : JM_OPERANDS);
     else
-      asm volatile(JM_WGMMA(128, f16, JM_ACC64, JM_TAIL64)
-                   : JM_D8(0), JM_D8(8), JM_D8(16), JM_D8(24), JM_D8(32), JM_D8(40), JM_D8(48),
-                     JM_D8(56)
-                   : JM_OPERANDS);
+      asm volatile(JM_WGMMA(256, f16, JM_ACC128, JM_TAIL128)
+                   : JM_D64(0), JM_D64(64) : JM_OPERANDS);
   }
 #undef JM_OPERANDS
 #endif
 }
 #undef JM_D8
+#undef JM_D64
 #undef JM_WGMMA
 #undef JM_ACC16
 #undef JM_ACC32
 #undef JM_ACC64
+#undef JM_ACC128
 #undef JM_TAIL16
 #undef JM_TAIL32
 #undef JM_TAIL64
+#undef JM_TAIL128
 
 // ---------------------------------------------------------------------------
 // The kernel.
@@ -485,19 +500,25 @@ cudaError_t launch_rows(WgmmaParams& p, const DeviceLimits& device, cudaStream_t
   return cudaGetLastError();
 }
 
-// The block's rows: the smallest wgmma N of 32, 64, 128 that holds M, or 128
-// (several row blocks) above that.
+// The block's rows: the smallest wgmma N of 32, 64, 128, 256 that holds M (M
+// <= kWgmmaMaxM = 256: one row block, so each weight is dequantized once; two
+// 128-row blocks at M = 256 did the dequantization twice, 220 instructions a
+// stage each against 277 for one 256-row stage). 256 rows take 128
+// accumulators a thread (242 registers, no spill: one block an SM) and a
+// 223 KB ring, within sm_90's 227 KB.
 template <typename T, ZeroPointKind kZP>
 cudaError_t launch_zero_points(WgmmaParams& p, const DeviceLimits& device,
                                cudaStream_t stream) {
   if (p.group_size == 32) {
     if (p.M <= 32) return launch_rows<T, kZP, 32, true>(p, device, stream);
     if (p.M <= 64) return launch_rows<T, kZP, 64, true>(p, device, stream);
-    return launch_rows<T, kZP, 128, true>(p, device, stream);
+    if (p.M <= 128) return launch_rows<T, kZP, 128, true>(p, device, stream);
+    return launch_rows<T, kZP, 256, true>(p, device, stream);
   }
   if (p.M <= 32) return launch_rows<T, kZP, 32, false>(p, device, stream);
   if (p.M <= 64) return launch_rows<T, kZP, 64, false>(p, device, stream);
-  return launch_rows<T, kZP, 128, false>(p, device, stream);
+  if (p.M <= 128) return launch_rows<T, kZP, 128, false>(p, device, stream);
+  return launch_rows<T, kZP, 256, false>(p, device, stream);
 }
 
 template <typename T>
@@ -540,7 +561,7 @@ bool wgmma_code_loaded(const DeviceLimits& device) {
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
   return args.M >= kWgmmaMinM && args.M <= kWgmmaMaxM && args.group_size >= 32 &&
          args.k_pad / 16 <= INT32_MAX / 16 &&
-         WgmmaConfig<128>::kSmemBytes <= device.max_shared_bytes_per_block &&
+         WgmmaConfig<256>::kSmemBytes <= device.max_shared_bytes_per_block &&
          wgmma_code_loaded(device);
 }
 

@@ -258,7 +258,7 @@ WGMMA_CASES = [(M, N, K, block, zp)
 @pytest.mark.parametrize("M, N, K, block, zp", WGMMA_CASES)
 def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, block, zp, dtype):
     """The Hopper wgmma kernel (M = 17..256 on sm_90; docs/design/wgmma.md): block rows of
-    32, 64 and 128 with M across each edge, ragged N (an idle second warpgroup at N = 130
+    32, 64, 128 and 256 with M across each edge, ragged N (an idle second warpgroup at N = 130
     and 520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last
     stage of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
     and per-channel, a bias. K = 4100 and 4096 over a few column blocks take the k-split
