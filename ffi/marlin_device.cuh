@@ -1,7 +1,7 @@
-// Device-side building blocks shared by the two W4A16 kernels (the tiled GEMM
-// in marlin_kernel.cu and the weight-streaming kernel in stream_kernel.cu):
-// dtype traits, the PTX wrappers, the magic-number dequantization and the
-// output helpers. Like the kernels, it includes no XLA or nanobind header.
+// Device-side building blocks shared by the W4A16 kernels (the tiled GEMM in
+// marlin_kernel.cu, the weight-streaming kernel in stream_kernel.cu and the
+// Hopper wgmma kernel in wgmma_kernel.cu): dtype traits, the operands block,
+// the PTX wrappers, the magic-number dequantization and the output helpers. Like the kernels, it includes no XLA or nanobind header.
 //
 // Everything sits in an anonymous namespace: each kernel file gets its own
 // copy, inlined, and nothing here is an exported symbol.
@@ -37,6 +37,20 @@ template <>
 struct DTypeTraits<__nv_bfloat16> {
   using Pair = __nv_bfloat162;
   static constexpr bool kIsBF16 = true;
+};
+
+// The operands and sizes every kernel's parameter block starts with; each
+// kernel derives its block from this and adds its own geometry. Kernel
+// parameters live in the constant bank, so the blocks stay plain aggregates.
+struct GemmOperands {
+  const void* a;
+  const uint32_t* codes;
+  const void* scales;
+  const void* zero_points;
+  const void* bias;
+  void* out;
+  float* workspace;
+  int64_t M, N, K, n_pad;
 };
 
 // ---------------------------------------------------------------------------
@@ -444,10 +458,9 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
 // Launch helpers (host).
 // ---------------------------------------------------------------------------
 
-// The operands and sizes both kernels' parameter blocks carry, from the launch
-// arguments (the rest of each block is that kernel's own geometry).
-template <typename Params>
-void copy_operands(const MarlinGemmArgs& args, Params* p) {
+// From the launch arguments into the operands every kernel's parameter block
+// starts with (GemmOperands, above).
+inline void copy_operands(const MarlinGemmArgs& args, GemmOperands* p) {
   p->a = args.a;
   p->codes = args.codes;
   p->scales = args.scales;

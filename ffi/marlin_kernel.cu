@@ -74,15 +74,7 @@ struct TileConfig {
 };
 
 // Everything the main kernel needs, by value (lives in the constant bank).
-struct KernelParams {
-  const void* a;
-  const uint32_t* codes;
-  const void* scales;
-  const void* zero_points;
-  const void* bias;
-  void* out;
-  float* workspace;
-  int64_t M, N, K, n_pad;
+struct KernelParams : GemmOperands {
   int k16_total;          // k_pad / 16
   int k_blocks;
   int log2_group_size;

@@ -59,15 +59,7 @@
 namespace jax_marlin {
 namespace {
 
-struct StreamParams {
-  const void* a;
-  const uint32_t* codes;
-  const void* scales;
-  const void* zero_points;
-  const void* bias;
-  void* out;
-  float* workspace;
-  int64_t M, N, K, n_pad;
+struct StreamParams : GemmOperands {
   int kt_total;          // k_pad / 16: units along k
   int n_tiles;           // n_pad / 64
   int k_blocks;

@@ -69,16 +69,8 @@ struct WgmmaConfig {
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
 
-struct WgmmaParams {
-  const void* a;
-  const uint32_t* codes;
-  const void* scales;
-  const void* zero_points;
-  const void* bias;
-  void* out;
-  float* workspace;  // num_splits > 1: fp32 partials [split][M][n_pad]
-  int64_t workspace_elems;  // (host only) the splits fit: elems / (M * n_pad)
-  int64_t M, N, K, n_pad;
+// workspace: with num_splits > 1, fp32 partials [split][M][n_pad].
+struct WgmmaParams : GemmOperands {
   int kt_total;   // k_pad / 16
   int n_tiles;    // n_pad / 64
   int k_blocks;
@@ -86,6 +78,7 @@ struct WgmmaParams {
   int stages;     // ceil(kt_total / 4)
   int stages_per_split;  // blockIdx.z's stages: [z, z + 1) * stages_per_split
   int num_splits;
+  int64_t workspace_elems;  // (host only) the splits fit: elems / (M * n_pad)
 };
 
 // ---------------------------------------------------------------------------
