@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   const void* word_src;
   int64_t word_group_stride;  // bytes
   {
-    const int tile = tile0 + word_tt;
+    const int64_t tile = tile0 + word_tt;  // tile * 64 past 2^31 at N > 2^31
     if (word_c < 8) {
       word_src = scales + tile * 64 + 8 * word_c;
       word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
@@ -317,8 +317,9 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   // instructions a chunk, 72 of the 277 a stage per thread at 256 rows.
   const int interior_stages =
       static_cast<int>(min(p.K / kWgStageK, static_cast<int64_t>(p.kt_total / kWgStageUnits)));
-  const uint32_t* const code_base = code_tile_ok ? code_src : p.codes;
-  const int code_stride = code_tile_ok ? kWgStageUnits * 128 : 0;  // words a stage
+  const unsigned char* const code_base =
+      reinterpret_cast<const unsigned char*>(code_tile_ok ? code_src : p.codes);
+  const int code_stride = code_tile_ok ? kWgStageUnits * 512 : 0;  // bytes a stage
   const int code_bytes = code_tile_ok ? 16 : 0;
   int act_bytes[kActChunks];
 #pragma unroll
@@ -329,7 +330,7 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   const int word_bytes = word_ok ? 16 : 0;
 
   auto load_interior_stage = [&](int s, uint32_t base) {
-    cp_async_16(base + code_dst, code_base + s * code_stride, code_bytes);
+    cp_async_16(base + code_dst, code_base + static_cast<int64_t>(s) * code_stride, code_bytes);
 #pragma unroll
     for (int i = 0; i < kActChunks; ++i)
       cp_async_16(base + act_dst[i], act_src[i] + s * kWgStageK, act_bytes[i]);
