@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
   const void* word_src;
   int64_t word_group_stride;  // bytes
   {
-    const int tile = tile0 + word_tt;
+    const int64_t tile = tile0 + word_tt;  // tile * 64 past 2^31 at N > 2^31
     if (word_c < 8) {
       word_src = scales + tile * 64 + 8 * word_c;
       word_group_stride = p.n_pad * static_cast<int64_t>(sizeof(T));
@@ -302,8 +302,43 @@ __global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
     }
   }
 
+  // Interior stages (all of their k < K, units < kt_total, hence groups <
+  // k_blocks) take the copies without edge checks: each chunk's source is a
+  // base valid for every such stage plus the stage's offset (one IMAD.WIDE),
+  // and a chunk outside the tile or the rows copies 0 bytes from a valid
+  // address. The checked path's selects and 64-bit compares were ~9
+  // instructions a chunk, 72 of the 277 a stage per thread at 256 rows.
+  const int interior_stages =
+      static_cast<int>(min(p.K / kWgStageK, static_cast<int64_t>(p.kt_total / kWgStageUnits)));
+  const unsigned char* const code_base =
+      reinterpret_cast<const unsigned char*>(code_tile_ok ? code_src : p.codes);
+  const int code_stride = code_tile_ok ? kWgStageUnits * 512 : 0;  // bytes a stage
+  const int code_bytes = code_tile_ok ? 16 : 0;
+  int act_bytes[kActChunks];
+#pragma unroll
+  for (int i = 0; i < kActChunks; ++i) act_bytes[i] = act_row_ok[i] ? 16 : 0;  // row 0 if not
+  const unsigned char* const word_base =
+      static_cast<const unsigned char*>(word_ok ? word_src : p.scales);
+  const int64_t word_stride = word_ok ? word_group_stride : 0;
+  const int word_bytes = word_ok ? 16 : 0;
+
+  auto load_interior_stage = [&](int s, uint32_t base) {
+    cp_async_16(base + code_dst, code_base + static_cast<int64_t>(s) * code_stride, code_bytes);
+#pragma unroll
+    for (int i = 0; i < kActChunks; ++i)
+      cp_async_16(base + act_dst[i], act_src[i] + s * kWgStageK, act_bytes[i]);
+    if (tid < kWordChunks) {
+      const int gi = ((s * kWgStageK) >> log_group) + word_j;
+      cp_async_16(base + word_dst, word_base + gi * word_stride, word_bytes);
+    }
+  };
+
   auto load_stage = [&](int s, int slot) {
     const uint32_t base = stage_at(slot);
+    if (s < interior_stages) {
+      load_interior_stage(s, base);
+      return;
+    }
     const bool code_ok = code_tile_ok && 4 * s + code_unit < p.kt_total;
     cp_async_16(base + code_dst,
                 code_ok ? code_src + static_cast<int64_t>(s) * (kWgStageUnits * 128) : p.codes,
