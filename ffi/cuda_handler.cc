@@ -5,6 +5,7 @@
 #include <array>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <cuda_runtime.h>
 
@@ -12,6 +13,7 @@
 #include "handlers.h"
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
+#include "wgmma_kernel.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -168,6 +170,28 @@ cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
       error != cudaSuccess)
     return error;
   *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
+  return cudaSuccess;
+}
+
+cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                          int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                          int64_t split_k, bool* wgmma, WgmmaGridInfo* info) {
+  *wgmma = false;
+#ifdef JAX_MARLIN_WGMMA  // a build without sm_90a code never runs the kernel
+  MarlinGemmArgs args;
+  DeviceLimits device;
+  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
+                                       workspace_floats, &args, &device);
+      error != cudaSuccess)
+    return error;
+  // Only where LaunchMarlinGemm would choose it: the streaming kernel and a
+  // test's split_k override come first (PlannedKernel holds the same order).
+  if (std::string_view(PlannedKernel(args, device, static_cast<int>(split_k))) == "wgmma")
+    *wgmma = PlanWgmmaGemm(args, device, info);
+#else
+  (void)M, (void)K, (void)N, (void)block_size, (void)zero_point_kind, (void)bfloat16;
+  (void)workspace_floats, (void)split_k, (void)info;
+#endif
   return cudaSuccess;
 }
 
