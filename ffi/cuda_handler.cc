@@ -5,6 +5,7 @@
 #include <array>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <cuda_runtime.h>
 
@@ -12,6 +13,7 @@
 #include "handlers.h"
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
+#include "wgmma_kernel.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -132,43 +134,59 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
 
 }  // namespace
 
-// The arguments and device limits a plan query needs: the shape's launch
+// Runs `plan(args, device)` on what a plan query needs: the shape's launch
 // arguments with a workspace of that size (the planners read only whether
-// there is one and its size; nothing is dereferenced).
-static cudaError_t PlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
-                                int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                                MarlinGemmArgs* args, DeviceLimits* device) {
-  if (cudaError_t error = GetDeviceLimits(device); error != cudaSuccess) return error;
-  *args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
-  args->workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-  args->workspace_elems = workspace_floats;
+// there is one and its size; nothing is dereferenced) and this device's limits.
+template <typename Plan>
+static cudaError_t WithPlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                                    int64_t zero_point_kind, bool bfloat16,
+                                    int64_t workspace_floats, Plan plan) {
+  DeviceLimits device;
+  if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
+  MarlinGemmArgs args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
+  args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+  args.workspace_elems = workspace_floats;
+  plan(args, device);
   return cudaSuccess;
 }
 
 cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
                        int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                        int64_t split_k, const char** kernel) {
-  MarlinGemmArgs args;
-  DeviceLimits device;
-  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
-                                       workspace_floats, &args, &device);
-      error != cudaSuccess)
-    return error;
-  *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
-  return cudaSuccess;
+  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+                          [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
+                            *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
+                          });
 }
 
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {
-  MarlinGemmArgs args;
-  DeviceLimits device;
-  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
-                                       workspace_floats, &args, &device);
-      error != cudaSuccess)
-    return error;
-  *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
+  return WithPlanningArgs(
+      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+      [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
+        *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
+      });
+}
+
+cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                          int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                          int64_t split_k, bool* wgmma, WgmmaGridInfo* info) {
+  *wgmma = false;
+#ifdef JAX_MARLIN_WGMMA  // a build without sm_90a code never runs the kernel
+  return WithPlanningArgs(
+      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+      [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
+        // Only where LaunchMarlinGemm would choose it: the streaming kernel and
+        // a test's split_k override come first (PlannedKernel holds the order).
+        if (std::string_view(PlannedKernel(args, device, static_cast<int>(split_k))) == "wgmma")
+          *wgmma = PlanWgmmaGemm(args, device, info);
+      });
+#else
+  (void)M, (void)K, (void)N, (void)block_size, (void)zero_point_kind, (void)bfloat16;
+  (void)workspace_floats, (void)split_k, (void)info;
   return cudaSuccess;
+#endif
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(MatMulNBitsCudaHandler, MatMulNBitsCuda,

@@ -1,5 +1,5 @@
 // Binding module for the CUDA handler: it hands out registrations, says how it
-// was built, and shows the streaming kernel's plan to tests.
+// was built, and shows the kernels' plans to tests.
 #include <stdexcept>
 #include <string>
 
@@ -24,9 +24,9 @@ NB_MODULE(_cuda, m) {
         []() { return nb::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); });
   m.def("cuda_architectures", []() { return nb::str(JAX_MARLIN_CUDA_ARCHITECTURES); });
   m.def("cuda_runtime_version", []() { return CUDART_VERSION; });
-  // The streaming kernel's grid for a 4-bit GEMM on the current device (None
-  // where the tiled kernel would run it): tests use it to know which path a
-  // shape reaches, since every path gives the same answer.
+  // Which kernel ("stream", "wgmma" or "tiled") the handler would run a 4-bit
+  // GEMM with on the current device: tests use it to know which path a shape
+  // reaches, since every path gives the same answer.
   m.def("planned_kernel", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                              int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                              int64_t split_k) {
@@ -38,6 +38,7 @@ NB_MODULE(_cuda, m) {
     }
     return std::string(kernel);
   });
+  // The streaming kernel's grid (None where another kernel would run it).
   m.def("stream_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                           int64_t split_k) -> nb::object {
@@ -57,6 +58,29 @@ NB_MODULE(_cuda, m) {
     plan["smem_bytes"] = info.smem_bytes;
     plan["max_parts"] = info.max_parts;
     plan["tile_split"] = info.tile_split;
+    return plan;
+  });
+  // The wgmma kernel's grid (None where another kernel would run the GEMM, or
+  // the module has no sm_90a code), for tests of its row blocks and k-split.
+  m.def("wgmma_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
+                         int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                         int64_t split_k) -> nb::object {
+    bool wgmma = false;
+    jax_marlin::WgmmaGridInfo info{};
+    if (cudaError_t error = jax_marlin::PlanWgmmaGrid(M, K, N, block_size, zero_point_kind,
+                                                      bfloat16, workspace_floats, split_k,
+                                                      &wgmma, &info);
+        error != cudaSuccess) {
+      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
+    }
+    if (!wgmma) return nb::none();
+    nb::dict plan;
+    plan["rows"] = info.rows;
+    plan["n_blocks"] = info.n_blocks;
+    plan["m_blocks"] = info.m_blocks;
+    plan["splits"] = info.splits;
+    plan["stages_per_split"] = info.stages_per_split;
+    plan["smem_bytes"] = info.smem_bytes;
     return plan;
   });
 }

@@ -69,6 +69,10 @@ struct WgmmaConfig {
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
 
+// The launch bounds' minimum blocks an SM, which the k-split heuristic also
+// counts as resident: one definition, so the two cannot disagree.
+__host__ __device__ constexpr int wgmma_blocks_per_sm(int rows) { return rows <= 64 ? 2 : 1; }
+
 // workspace: with num_splits > 1, fp32 partials [split][M][n_pad].
 struct WgmmaParams : GemmOperands {
   int kt_total;   // k_pad / 16
@@ -210,7 +214,7 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
 // kTwoGroups: groups of 32, two a stage (units 0-1 and 2-3); else one group
 // covers the stage (groups of 64 or more, powers of two).
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-__global__ void __launch_bounds__(kWgThreads, kRows <= 64 ? 2 : 1)
+__global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
     wgmma_gemm_kernel(const WgmmaParams p) {
 #ifdef JAX_MARLIN_HAS_WGMMA
   using Cfg = WgmmaConfig<kRows>;
@@ -512,53 +516,111 @@ int wgmma_splits(const WgmmaParams& p, int64_t base_blocks, int blocks_per_sm, i
   return ChooseSplits(base_blocks, p.stages, max_splits, slots, kWgFillStages, kWgReduceStages);
 }
 
-template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-cudaError_t launch_rows(WgmmaParams& p, const DeviceLimits& device, cudaStream_t stream) {
-  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
-  if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
-  const int64_t n_blocks = ceil_div(p.n_tiles, kWgTiles);
-  const int64_t m_blocks = ceil_div(p.M, kRows);
-  const int splits = wgmma_splits(p, n_blocks * m_blocks, kRows <= 64 ? 2 : 1,
-                                  WgmmaConfig<kRows>::kSmemBytes, device);
-  p.stages_per_split = static_cast<int>(ceil_div(p.stages, splits));
-  p.num_splits = static_cast<int>(ceil_div(p.stages, p.stages_per_split));  // none empty
-  const dim3 grid(static_cast<unsigned>(n_blocks), static_cast<unsigned>(m_blocks),
-                  static_cast<unsigned>(p.num_splits));
-  kernel<<<grid, kWgThreads, WgmmaConfig<kRows>::kSmemBytes, stream>>>(p);
-  return cudaGetLastError();
-}
-
 // The block's rows: the smallest wgmma N of 32, 64, 128, 256 that holds M (M
 // <= kWgmmaMaxM = 256: one row block, so each weight is dequantized once; two
 // 128-row blocks at M = 256 did the dequantization twice, 220 instructions a
 // stage each against 277 for one 256-row stage). 256 rows take 128
 // accumulators a thread (242 registers, no spill: one block an SM) and a
 // 223 KB ring, within sm_90's 227 KB.
-template <typename T, ZeroPointKind kZP>
-cudaError_t launch_zero_points(WgmmaParams& p, const DeviceLimits& device,
-                               cudaStream_t stream) {
-  if (p.group_size == 32) {
-    if (p.M <= 32) return launch_rows<T, kZP, 32, true>(p, device, stream);
-    if (p.M <= 64) return launch_rows<T, kZP, 64, true>(p, device, stream);
-    if (p.M <= 128) return launch_rows<T, kZP, 128, true>(p, device, stream);
-    return launch_rows<T, kZP, 256, true>(p, device, stream);
+int wgmma_rows(int64_t M) {
+  if (M <= 32) return 32;
+  if (M <= 64) return 64;
+  if (M <= 128) return 128;
+  return 256;
+}
+
+int wgmma_smem_bytes(int rows) {
+  switch (rows) {
+    case 32:
+      return WgmmaConfig<32>::kSmemBytes;
+    case 64:
+      return WgmmaConfig<64>::kSmemBytes;
+    case 128:
+      return WgmmaConfig<128>::kSmemBytes;
   }
-  if (p.M <= 32) return launch_rows<T, kZP, 32, false>(p, device, stream);
-  if (p.M <= 64) return launch_rows<T, kZP, 64, false>(p, device, stream);
-  if (p.M <= 128) return launch_rows<T, kZP, 128, false>(p, device, stream);
-  return launch_rows<T, kZP, 256, false>(p, device, stream);
+  return WgmmaConfig<256>::kSmemBytes;
+}
+
+// The launch's parameters but the split: operands, shape and stages.
+WgmmaParams shape_params(const MarlinGemmArgs& args) {
+  WgmmaParams p{};
+  copy_operands(args, &p);
+  p.kt_total = static_cast<int>(args.k_pad / 16);
+  p.n_tiles = static_cast<int>(args.n_pad / 64);
+  p.k_blocks = static_cast<int>(args.k_blocks);
+  p.group_size = static_cast<int>(args.group_size);
+  p.stages = (p.kt_total + kWgStageUnits - 1) / kWgStageUnits;
+  p.workspace_elems = args.workspace_elems;
+  return p;
+}
+
+// The grid of one GEMM. The launch runs exactly this and PlanWgmmaGemm
+// reports it, so a test's assertion on the plan is one on the launched grid.
+WgmmaGridInfo plan_grid(const WgmmaParams& p, const DeviceLimits& device) {
+  WgmmaGridInfo info{};
+  info.rows = wgmma_rows(p.M);
+  info.smem_bytes = wgmma_smem_bytes(info.rows);
+  info.n_blocks = ceil_div(p.n_tiles, kWgTiles);
+  info.m_blocks = ceil_div(p.M, info.rows);
+  const int splits = wgmma_splits(p, info.n_blocks * info.m_blocks,
+                                  wgmma_blocks_per_sm(info.rows), info.smem_bytes, device);
+  info.stages_per_split = static_cast<int>(ceil_div(p.stages, splits));
+  info.splits = static_cast<int>(ceil_div(p.stages, info.stages_per_split));  // none empty
+  return info;
+}
+
+// `p` carries the plan's split; kRows is the plan's rows.
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
+cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
+                        const DeviceLimits& device, cudaStream_t stream) {
+  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
+  if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
+                  static_cast<unsigned>(plan.splits));
+  kernel<<<grid, kWgThreads, plan.smem_bytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <typename T, ZeroPointKind kZP>
+cudaError_t launch_zero_points(const WgmmaParams& p, const WgmmaGridInfo& plan,
+                               const DeviceLimits& device, cudaStream_t stream) {
+  if (p.group_size == 32) {
+    switch (plan.rows) {
+      case 32:
+        return launch_rows<T, kZP, 32, true>(p, plan, device, stream);
+      case 64:
+        return launch_rows<T, kZP, 64, true>(p, plan, device, stream);
+      case 128:
+        return launch_rows<T, kZP, 128, true>(p, plan, device, stream);
+      case 256:
+        return launch_rows<T, kZP, 256, true>(p, plan, device, stream);
+    }
+    return cudaErrorInvalidValue;
+  }
+  switch (plan.rows) {
+    case 32:
+      return launch_rows<T, kZP, 32, false>(p, plan, device, stream);
+    case 64:
+      return launch_rows<T, kZP, 64, false>(p, plan, device, stream);
+    case 128:
+      return launch_rows<T, kZP, 128, false>(p, plan, device, stream);
+    case 256:
+      return launch_rows<T, kZP, 256, false>(p, plan, device, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 template <typename T>
-cudaError_t launch_dtype(const MarlinGemmArgs& args, WgmmaParams& p,
-                         const DeviceLimits& device, cudaStream_t stream) {
+cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
+                         const WgmmaGridInfo& plan, const DeviceLimits& device,
+                         cudaStream_t stream) {
   switch (args.zero_point_kind) {
     case ZeroPointKind::kImplicit:
-      return launch_zero_points<T, ZeroPointKind::kImplicit>(p, device, stream);
+      return launch_zero_points<T, ZeroPointKind::kImplicit>(p, plan, device, stream);
     case ZeroPointKind::kPacked4:
-      return launch_zero_points<T, ZeroPointKind::kPacked4>(p, device, stream);
+      return launch_zero_points<T, ZeroPointKind::kPacked4>(p, plan, device, stream);
     case ZeroPointKind::kOffset:
-      return launch_zero_points<T, ZeroPointKind::kOffset>(p, device, stream);
+      return launch_zero_points<T, ZeroPointKind::kOffset>(p, plan, device, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -593,27 +655,29 @@ bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
          wgmma_code_loaded(device);
 }
 
+bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info) {
+  if (!WgmmaGemmApplies(args, device)) return false;
+  *info = plan_grid(shape_params(args), device);
+  return true;
+}
+
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                             cudaStream_t stream) {
-  WgmmaParams p{};
-  copy_operands(args, &p);
-  p.kt_total = static_cast<int>(args.k_pad / 16);
-  p.n_tiles = static_cast<int>(args.n_pad / 64);
-  p.k_blocks = static_cast<int>(args.k_blocks);
-  p.group_size = static_cast<int>(args.group_size);
-  p.stages = (p.kt_total + kWgStageUnits - 1) / kWgStageUnits;
-  p.workspace_elems = args.workspace_elems;
+  WgmmaParams p = shape_params(args);
+  const WgmmaGridInfo plan = plan_grid(p, device);
+  p.stages_per_split = plan.stages_per_split;
+  p.num_splits = plan.splits;
   cudaError_t err = cudaErrorInvalidValue;
   switch (args.dtype) {
     case ActDType::kFloat16:
-      err = launch_dtype<__half>(args, p, device, stream);
+      err = launch_dtype<__half>(args, p, plan, device, stream);
       break;
     case ActDType::kBFloat16:
-      err = launch_dtype<__nv_bfloat16>(args, p, device, stream);
+      err = launch_dtype<__nv_bfloat16>(args, p, plan, device, stream);
       break;
   }
   if (err != cudaSuccess) return err;
-  return p.num_splits > 1 ? LaunchSplitKReduce(args, device, p.num_splits, stream) : cudaSuccess;
+  return plan.splits > 1 ? LaunchSplitKReduce(args, device, plan.splits, stream) : cudaSuccess;
 }
 
 }  // namespace jax_marlin

@@ -20,8 +20,22 @@ constexpr int kWgmmaMinM = 17;
 constexpr int kWgmmaMaxM = 256;
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device);
 
+// The grid LaunchWgmmaGemm would launch, for tests and diagnostics (every
+// grid gives the same answer, so only this shows which one a shape gets).
+// Reads only the shape, group size and workspace size of `args`; false, with
+// *info untouched, where WgmmaGemmApplies is false.
+struct WgmmaGridInfo {
+  int rows;              // activation rows a block (wgmma N): 32, 64, 128 or 256
+  int64_t n_blocks;      // gridDim.x: pairs of 64-column tiles
+  int64_t m_blocks;      // gridDim.y: blocks of `rows` rows
+  int splits;            // gridDim.z: k-splits (> 1: fp32 partials and the reduce kernel)
+  int stages_per_split;  // stages of 64 of k a split (the last may have fewer)
+  int smem_bytes;        // dynamic shared memory a block
+};
+bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info);
+
 // Launches it (call only where WgmmaGemmApplies). Allocates nothing, never
-// synchronises; no workspace.
+// synchronises; a k-split uses the caller's workspace.
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                             cudaStream_t stream);
 

@@ -36,7 +36,8 @@ def has_cuda_kernel() -> bool:
 
 
 def cuda_module():
-    """The CUDA binding module (for jax_marlin.ops.stream_plan); None if not built."""
+    """The CUDA binding module (for the plan queries, jax_marlin.ops.stream_plan and
+    wgmma_plan); None if not built."""
     return _cuda
 
 

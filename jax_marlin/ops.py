@@ -211,6 +211,16 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
     return _plan_query("stream_plan", M, w, dtype, split_k)
 
 
+def wgmma_plan(M: int, w, dtype, split_k: int = 0):
+    """The Hopper wgmma kernel's grid for an (M, K) x `w` GEMM on the current GPU, as `_cuda`
+    would launch it (a dict: rows (the block's activation rows, 32/64/128/256), n_blocks,
+    m_blocks, splits (> 1: a k-split and the reduce kernel), stages_per_split, smem_bytes), or
+    None where another kernel runs it (not sm_90, M outside 17..256, a split_k override, or a
+    build without sm_90a code).
+    """
+    return _plan_query("wgmma_plan", M, w, dtype, split_k)
+
+
 def planned_kernel(M: int, w, dtype, split_k: int = 0) -> str:
     """Which CUDA kernel `_cuda` would run an (M, K) x `w` GEMM with on the current GPU:
     "stream" (M <= 16), "wgmma" (sm_90, M = 17..256) or "tiled"."""

@@ -252,6 +252,14 @@ WGMMA_CASES = [(M, N, K, block, zp)
                for N, K, block, zp in [(200, 1000, 32, "packed"), (520, 4100, 128, "none"),
                                        (130, 200, "channel", "float"), (130, 1056, 32, "none"),
                                        (72, 1056, 32, "float"), (136, 4096, 32, "float")]]
+# (N, K) -> (splits, stages per split) where the heuristic splits k, at every M above
+# (ffi/wgmma_kernel.cu wgmma_splits, ChooseSplits on an H200: 132 SMs). K = 4100, groups of
+# 128: 66 stages of 64 of k, at most 66 // 8 = 8 splits; 5 column blocks (10 tiles) fill one
+# wave at any S <= 16, so cost = ceil(66 / S) + 4 (+ 12 for the reduce) is least at S = 8
+# (9 stages each, the last 66 - 63 = 3). K = 4096, groups of 32: 64 stages, S = 8 of 8. The
+# others have at most 17 stages, so at most 2 splits: one costs stages + 4, two
+# ceil(stages / 2) + 16, more.
+WGMMA_SPLITS = {(520, 4100): (8, 9), (136, 4096): (8, 8)}
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -263,8 +271,9 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     stage of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
     and per-channel, a bias. K = 4100 and 4096 over a few column blocks take the k-split
     (8 splits by the heuristic; 4100's last split has 3 stages, fewer than the ring's
-    prefetch), the others one split. Against the oracle and bitwise reproducible; the tiled
-    kernel, forced on the same operands, against the oracle too (both paths stay reachable).
+    prefetch), the others one split; ops.wgmma_plan asserts the grid (rows, blocks, splits).
+    Against the oracle and bitwise reproducible; the tiled kernel, forced on the same
+    operands, against the oracle too (both paths stay reachable).
     """
     act = HALF[dtype]
     if block == "channel":
@@ -278,6 +287,16 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
         pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
     assert ops.planned_kernel(M, w, act) == "wgmma"  # never a silent fallback on 9.0
     assert ops.planned_kernel(M, w, act, FORCE_TILED_KERNEL) == "tiled"
+    plan = ops.wgmma_plan(M, w, act)
+    k_pad = -(-K // block) * block
+    stages = -(-k_pad // 64)
+    splits, per_split = WGMMA_SPLITS.get((N, K), (1, stages))
+    assert plan is not None, plan
+    assert plan["rows"] == next(r for r in (32, 64, 128, 256) if M <= r), plan
+    assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), 1), plan
+    assert (plan["splits"], plan["stages_per_split"]) == (splits, per_split), plan
+    assert 0 < plan["smem_bytes"] <= 227 * 1024, plan
+    assert ops.wgmma_plan(M, w, act, FORCE_TILED_KERNEL) is None
     want = oracle64(a, case, b)
     fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
     poison_allocator()
@@ -288,6 +307,19 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     np.testing.assert_array_equal(again.view(np.uint16), first.view(np.uint16))
     tiled = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=FORCE_TILED_KERNEL))
     assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
+
+
+def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
+    """ops.wgmma_plan gives a grid exactly where planned_kernel says "wgmma" (any GPU: None
+    off sm_90 or without the sm_90a build), never for a split_k override."""
+    w = make_case(rng, N=200, K=512, block_size=64, zp="packed",
+                  scale_dtype=np.float16).prepare()
+    for M in (1, 16, 17, 256, 257):
+        for split_k in (0, 2, FORCE_TILED_KERNEL):
+            plan = ops.wgmma_plan(M, w, np.float16, split_k)
+            assert (plan is not None) == (ops.planned_kernel(M, w, np.float16, split_k) ==
+                                          "wgmma"), (M, split_k, plan)
+            assert plan is None or split_k == 0
 
 
 @pytest.mark.parametrize("M, block, fused", [(ops.WGMMA_MAX_M, 128, True),

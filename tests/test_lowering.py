@@ -162,3 +162,28 @@ def test_eval_shape_runs_no_kernel(monkeypatch, weights):
     # The patch is real: an eager call does reach the implementation.
     with pytest.raises(AssertionError, match="a kernel ran"):
         jm.matmul_nbits(jnp.ones((4, 100), jnp.float16), weights[4])
+
+
+@pytest.mark.parametrize("query", ["wgmma_plan", "stream_plan", "planned_kernel"])
+def test_plan_queries_ask_the_module_for_the_launched_gemm(monkeypatch, rng, query):
+    """The plan queries pass the CUDA module what `_cuda` launches with (K rounded up to 8,
+    the zero-point kind's number, the dtype, the workspace it sizes), and need no GPU to
+    say so: the module is a stand-in here."""
+    calls = []
+
+    class Module:
+        def __getattr__(self, name):
+            return lambda *args: calls.append((name, args)) or {"rows": 64}
+
+    monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: True)
+    monkeypatch.setattr(_ffi, "cuda_module", lambda: Module())
+    w = make_case(rng, N=520, K=4100, block_size=128, zp="none").prepare()
+    assert getattr(ops, query)(33, w, jnp.bfloat16, -7) == {"rows": 64}
+    workspace = _shapes.split_k_workspace_floats(33, _layout.n_pad(520))
+    assert calls == [(query, (33, 4104, 520, 128, 0, True, workspace, -7))]
+
+
+def test_wgmma_plan_needs_the_cuda_module(monkeypatch, weights):
+    monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: False)
+    with pytest.raises(RuntimeError, match="wgmma_plan needs the CUDA module"):
+        ops.wgmma_plan(64, weights[4], jnp.float16)
