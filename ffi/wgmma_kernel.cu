@@ -581,33 +581,28 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
   return cudaGetLastError();
 }
 
+// The kernel of the plan's rows.
+template <typename T, ZeroPointKind kZP, bool kTwoGroups>
+cudaError_t launch_planned_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
+                                const DeviceLimits& device, cudaStream_t stream) {
+  switch (plan.rows) {
+    case 32:
+      return launch_rows<T, kZP, 32, kTwoGroups>(p, plan, device, stream);
+    case 64:
+      return launch_rows<T, kZP, 64, kTwoGroups>(p, plan, device, stream);
+    case 128:
+      return launch_rows<T, kZP, 128, kTwoGroups>(p, plan, device, stream);
+    case 256:
+      return launch_rows<T, kZP, 256, kTwoGroups>(p, plan, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <typename T, ZeroPointKind kZP>
 cudaError_t launch_zero_points(const WgmmaParams& p, const WgmmaGridInfo& plan,
                                const DeviceLimits& device, cudaStream_t stream) {
-  if (p.group_size == 32) {
-    switch (plan.rows) {
-      case 32:
-        return launch_rows<T, kZP, 32, true>(p, plan, device, stream);
-      case 64:
-        return launch_rows<T, kZP, 64, true>(p, plan, device, stream);
-      case 128:
-        return launch_rows<T, kZP, 128, true>(p, plan, device, stream);
-      case 256:
-        return launch_rows<T, kZP, 256, true>(p, plan, device, stream);
-    }
-    return cudaErrorInvalidValue;
-  }
-  switch (plan.rows) {
-    case 32:
-      return launch_rows<T, kZP, 32, false>(p, plan, device, stream);
-    case 64:
-      return launch_rows<T, kZP, 64, false>(p, plan, device, stream);
-    case 128:
-      return launch_rows<T, kZP, 128, false>(p, plan, device, stream);
-    case 256:
-      return launch_rows<T, kZP, 256, false>(p, plan, device, stream);
-  }
-  return cudaErrorInvalidValue;
+  return p.group_size == 32 ? launch_planned_rows<T, kZP, true>(p, plan, device, stream)
+                            : launch_planned_rows<T, kZP, false>(p, plan, device, stream);
 }
 
 template <typename T>
