@@ -474,6 +474,22 @@ inline void copy_operands(const MarlinGemmArgs& args, GemmOperands* p) {
   p->n_pad = args.n_pad;
 }
 
+// `probe()`'s answer for this device, asked once per device and kept in the
+// caller's `known` (0: not asked, 1: no, 2: yes); ordinals past
+// kMaxCachedDevices ask every time. For "does this code load here" checks,
+// which a launch must not pay for on the decode path.
+constexpr int kMaxCachedDevices = 64;
+template <typename Probe>
+bool cached_per_device(std::atomic<int> (&known)[kMaxCachedDevices], int ordinal, Probe probe) {
+  const bool cacheable = ordinal >= 0 && ordinal < kMaxCachedDevices;
+  if (cacheable) {
+    if (const int k = known[ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
+  }
+  const bool yes = probe();
+  if (cacheable) known[ordinal].store(yes ? 2 : 1, std::memory_order_release);
+  return yes;
+}
+
 // Raises kKernel's dynamic shared-memory limit to what the device allows and
 // asks for the largest carveout, once per device: every launch then stays
 // under the limit, whatever its size. Doing

@@ -907,19 +907,15 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const StreamParams&
 // in which the cluster epilogue is compiled out. Asked once per device.
 static bool cluster_code_loaded(const DeviceLimits& device) {
   if (device.compute_capability < 90) return false;
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> known[kMaxDevices];  // 0: not asked, 1: no, 2: yes
-  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
-  if (cacheable) {
-    if (const int k = known[device.ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
-  }
-  cudaFuncAttributes attributes{};
-  const bool loaded = cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half>) ==
-                          cudaSuccess &&
-                      attributes.ptxVersion >= 90;
-  if (!loaded) cudaGetLastError();  // not an error of the launch to come
-  if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
-  return loaded;
+  static std::atomic<int> known[kMaxCachedDevices];
+  return cached_per_device(known, device.ordinal, [] {
+    cudaFuncAttributes attributes{};
+    const bool loaded = cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half>) ==
+                            cudaSuccess &&
+                        attributes.ptxVersion >= 90;
+    if (!loaded) cudaGetLastError();  // not an error of the launch to come
+    return loaded;
+  });
 }
 
 bool StreamGemmSupports(const MarlinGemmArgs& args) {

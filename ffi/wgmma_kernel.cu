@@ -625,20 +625,16 @@ cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
 // only where that code loads (exactly compute capability 9.0). Asked once.
 bool wgmma_code_loaded(const DeviceLimits& device) {
   if (device.compute_capability != 90) return false;
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> known[kMaxDevices];  // 0: not asked, 1: no, 2: yes
-  const bool cacheable = device.ordinal >= 0 && device.ordinal < kMaxDevices;
-  if (cacheable) {
-    if (const int k = known[device.ordinal].load(std::memory_order_acquire); k != 0) return k == 2;
-  }
-  cudaFuncAttributes attributes{};
-  const bool loaded =
-      cudaFuncGetAttributes(&attributes,
-                            wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64, false>) ==
-      cudaSuccess;
-  if (!loaded) cudaGetLastError();  // not an error of the launch to come
-  if (cacheable) known[device.ordinal].store(loaded ? 2 : 1, std::memory_order_release);
-  return loaded;
+  static std::atomic<int> known[kMaxCachedDevices];
+  return cached_per_device(known, device.ordinal, [] {
+    cudaFuncAttributes attributes{};
+    const bool loaded =
+        cudaFuncGetAttributes(&attributes,
+                              wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64, false>) ==
+        cudaSuccess;
+    if (!loaded) cudaGetLastError();  // not an error of the launch to come
+    return loaded;
+  });
 }
 
 }  // namespace
