@@ -79,10 +79,32 @@ const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device
 
 // Shared by the k-split launchers (the tiled and the wgmma kernels), whose
 // splits write fp32 partials [split][M][n_pad] to args.workspace.
-// The split count for `base_blocks` blocks over `units_total` k-units with
-// `slots` blocks resident at once; the fill and reduce costs are in k-unit times.
-int ChooseSplits(int64_t base_blocks, int units_total, int max_splits, int slots,
-                 int fill_units, int reduce_units);
+// Picks the number of k-splits. Model: `slots` blocks run at once; the blocks
+// of one wave take time ~ (k-units per split + fill_units), waves run one
+// after another, and a split costs a second (reduce) launch, ~reduce_units.
+// Ties go to fewer splits. For the tiled kernel (a unit is its 256-k tile) at
+// M = 1, 8192 x 28672 (224 blocks of 128 columns, 32 k-tiles) this keeps
+// S = 1: every SM already streams; for 28672 x 8192 (64 blocks, 112 k-tiles)
+// it picks S = 4 so that all SMs stream (both measured best on H200 among
+// S = 1..16).
+inline int ChooseSplits(int64_t base_blocks, int units_total, int max_splits, int slots,
+                        int fill_units, int reduce_units) {
+  int best = 1;
+  int64_t best_cost = INT64_MAX;
+  for (int s = 1; s <= max_splits; ++s) {
+    const int64_t per_split = ceil_div(units_total, s);
+    const int64_t splits = ceil_div(units_total, per_split);
+    if (splits != s) continue;  // same partition as a smaller s
+    const int64_t waves = ceil_div(base_blocks * s, slots);
+    const int64_t cost = waves * (per_split + fill_units) + (s > 1 ? reduce_units : 0);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = s;
+    }
+  }
+  return best;
+}
+
 // out = the partials summed in split order (bitwise reproducible) + bias.
 cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& device,
                                int splits, cudaStream_t stream);

@@ -7,6 +7,9 @@ so it is independent of the package it checks.
 from __future__ import annotations
 
 import dataclasses
+import os
+import pathlib
+import shutil
 import zlib
 
 import jax
@@ -176,3 +179,16 @@ def assert_close(got, want, dtype, tol=None):
 
 def to_jnp(x):
     return None if x is None else jnp.asarray(x)
+
+
+def cuda_include():
+    """The CUDA toolkit's include directory (for the host-compiled planner checks), or None."""
+    candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(pathlib.Path(nvcc).resolve().parents[1]))
+    candidates.append("/usr/local/cuda")
+    for root in filter(None, candidates):
+        if (pathlib.Path(root) / "include" / "cuda_runtime.h").exists():
+            return pathlib.Path(root) / "include"
+    return None

@@ -9,13 +9,13 @@ against an independent model of the block partition.
 
 import bisect
 import itertools
-import os
 import pathlib
 import re
 import shutil
 import subprocess
 
 import pytest
+from conftest import cuda_include
 
 from jax_marlin import _layout, _shapes
 
@@ -48,22 +48,10 @@ TILE_SPLIT_MAX_STEPS = _plan_constant("kTileSplitMaxSteps")
 WARPS = 8
 
 
-def _cuda_include():
-    candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        candidates.append(str(pathlib.Path(nvcc).resolve().parents[1]))
-    candidates.append("/usr/local/cuda")
-    for root in filter(None, candidates):
-        if (pathlib.Path(root) / "include" / "cuda_runtime.h").exists():
-            return pathlib.Path(root) / "include"
-    return None
-
-
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory):
     cxx = shutil.which("c++") or shutil.which("g++")
-    include = _cuda_include()
+    include = cuda_include()
     if cxx is None or include is None:
         pytest.skip("needs a C++ compiler and the CUDA runtime headers")
     exe = tmp_path_factory.mktemp("plan") / "stream_plan_check"

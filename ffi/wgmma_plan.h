@@ -1,0 +1,124 @@
+// The wgmma kernel's geometry and the host-side planner of its grid: the
+// block's rows, column and row blocks, and the k-split.
+//
+// Kept apart from the kernel (wgmma_kernel.cu, sm_90a only) so that the
+// planner, whose mistakes would be partials past the workspace or a launch
+// over the shared-memory limit, is tested on machines without a GPU
+// (tests/test_wgmma_plan.py compiles tests/cpp/wgmma_plan_check.cc against
+// it). No XLA, no device code beyond one __host__ __device__ constexpr.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "marlin_kernel.h"
+#include "wgmma_kernel.h"
+
+namespace jax_marlin {
+namespace {
+
+constexpr int kWgThreads = 256;          // two warpgroups
+constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
+constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
+constexpr int kWgStageUnits = kWgStageK / 16;
+constexpr int kWgPrefetch = 4;           // stages in flight ahead of the one computed
+constexpr int kWgStages = kWgPrefetch + 2;  // + the one computed + the one whose wgmmas run
+constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
+constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
+constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
+// A group's words for one tile: 64 scales (128 B), then the zero points (8
+// packed words, 32 B) or the float-zero-point offsets (64 values, 128 B).
+constexpr int kWgGroupWordBytes = 256;
+constexpr int kWgWordsBytes = kWgMaxGroups * kWgTiles * kWgGroupWordBytes;  // 1 KB
+
+template <int kRows>
+struct WgmmaConfig {
+  static_assert(kRows == 32 || kRows == 64 || kRows == 128 || kRows == 256,
+                "wgmma N of the block");
+  // The activations of a stage: kRows rows of 64 k (128 B), a whole number of
+  // 1024-byte swizzle atoms (8 rows), so every stage stays 1024-aligned.
+  static constexpr int kActBytes = kRows * 128;
+  static constexpr int kStageBytes = kActBytes + kWgCodesBytes + kWgWordsBytes;
+  static_assert(kStageBytes % 1024 == 0, "stages must keep the 1024-byte alignment");
+  // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
+  static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
+};
+static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
+
+// The launch bounds' minimum blocks an SM, which the k-split heuristic also
+// counts as resident: one definition, so the two cannot disagree.
+__host__ __device__ constexpr int wgmma_blocks_per_sm(int rows) { return rows <= 64 ? 2 : 1; }
+
+// ChooseSplits' costs in stage times (64 of k). The fill: the prologue's DRAM
+// round trip and the first stages. The reduce: its launch plus M x n_pad x 4 B
+// written and read per split, ~5 us at M = 64, N = 8192 against the ~0.4 us
+// a stage took there unsplit (session 7 call 2: 195 us for 448 stages).
+constexpr int kWgFillStages = 4;
+constexpr int kWgReduceStages = 12;
+constexpr int kWgMinStagesPerSplit = 8;
+constexpr int kWgMaxSplits = 16;
+
+// The block's rows: the smallest wgmma N of 32, 64, 128, 256 that holds M (M
+// <= kWgmmaMaxM = 256: one row block, so each weight is dequantized once; two
+// 128-row blocks at M = 256 did the dequantization twice, 220 instructions a
+// stage each against 277 for one 256-row stage). 256 rows take 128
+// accumulators a thread (242 registers, no spill: one block an SM) and a
+// 223 KB ring, within sm_90's 227 KB.
+inline int wgmma_rows(int64_t M) {
+  if (M <= 32) return 32;
+  if (M <= 64) return 64;
+  if (M <= 128) return 128;
+  return 256;
+}
+
+inline int wgmma_smem_bytes(int rows) {
+  switch (rows) {
+    case 32:
+      return WgmmaConfig<32>::kSmemBytes;
+    case 64:
+      return WgmmaConfig<64>::kSmemBytes;
+    case 128:
+      return WgmmaConfig<128>::kSmemBytes;
+  }
+  return WgmmaConfig<256>::kSmemBytes;
+}
+
+// Stages of 64 of k over k_pad (the last may hold fewer than 4 units).
+inline int wgmma_stages(const MarlinGemmArgs& args) {
+  return static_cast<int>(ceil_div(args.k_pad / 16, kWgStageUnits));
+}
+
+// The grid of one GEMM. The launch runs exactly this and PlanWgmmaGemm
+// reports it, so a test's assertion on the plan is one on the launched grid.
+// The k-split: as many splits as the workspace holds and the heuristic finds
+// worth a reduce, each of at least kWgMinStagesPerSplit stages, none empty.
+inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLimits& device) {
+  WgmmaGridInfo info{};
+  info.rows = wgmma_rows(args.M);
+  info.smem_bytes = wgmma_smem_bytes(info.rows);
+  info.n_blocks = ceil_div(args.n_pad / 64, kWgTiles);
+  info.m_blocks = ceil_div(args.M, info.rows);
+  const int stages = wgmma_stages(args);
+  int splits = 1;
+  if (args.workspace != nullptr) {
+    const int64_t ws_splits = args.workspace_elems / (args.M * args.n_pad);
+    const int max_splits = static_cast<int>(std::min<int64_t>(
+        {ws_splits, int64_t{stages / kWgMinStagesPerSplit}, int64_t{kWgMaxSplits}}));
+    if (max_splits > 1) {
+      // Resident blocks: the launch bounds' count, or fewer where the shared
+      // memory (about 1 KB a block reserved by the driver) does not hold them.
+      const int by_smem =
+          std::max(1, (device.max_shared_bytes_per_block + 1024) / (info.smem_bytes + 1024));
+      const int slots =
+          std::max(1, device.sm_count) * std::min(wgmma_blocks_per_sm(info.rows), by_smem);
+      splits = ChooseSplits(info.n_blocks * info.m_blocks, stages, max_splits, slots,
+                            kWgFillStages, kWgReduceStages);
+    }
+  }
+  info.stages_per_split = static_cast<int>(ceil_div(stages, splits));
+  info.splits = static_cast<int>(ceil_div(stages, info.stages_per_split));
+  return info;
+}
+
+}  // namespace
+}  // namespace jax_marlin

@@ -1,0 +1,114 @@
+"""The wgmma kernel's grid planner (ffi/wgmma_plan.h), on the host.
+
+A wrong plan shows as partials written past the workspace, a launch over the
+shared-memory limit or an empty k-split, on shapes and devices the GPU tests do
+not reach. So it is compiled here with the host compiler and checked against the
+workspace the lowering allocates, the device limits, an independent model of the
+split heuristic, and the grids Nsight Compute showed on the H200.
+"""
+
+import itertools
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import cuda_include
+
+from jax_marlin import _layout, _shapes
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# (SMs, opt-in shared memory per block): Hopper parts only, the kernel is sm_90a.
+DEVICES = {"h200": (132, 232448), "h100_pcie": (114, 232448), "small": (16, 232448)}
+SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 14336), (14336, 4096),
+          (1000, 200), (4100, 520), (4096, 136), (72, 37), (65536, 131072)]
+MS = [17, 32, 33, 64, 65, 128, 129, 200, 256]
+GROUPS = [32, 64, 128, "channel"]
+
+
+def _plan_constant(name):
+    """A constexpr of ffi/wgmma_plan.h, read from the header so the two cannot drift."""
+    text = (ROOT / "ffi" / "wgmma_plan.h").read_text()
+    return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
+
+
+FILL = _plan_constant("kWgFillStages")
+REDUCE = _plan_constant("kWgReduceStages")
+MIN_STAGES = _plan_constant("kWgMinStagesPerSplit")
+MAX_SPLITS = _plan_constant("kWgMaxSplits")
+SMEM_LIMIT = 227 * 1024
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory):
+    cxx = shutil.which("c++") or shutil.which("g++")
+    include = cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("needs a C++ compiler and the CUDA runtime headers")
+    exe = tmp_path_factory.mktemp("plan") / "wgmma_plan_check"
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT / 'ffi'}", f"-I{include}",
+                    str(ROOT / "tests" / "cpp" / "wgmma_plan_check.cc"), "-o", str(exe)],
+                   check=True)
+
+    def run(cases):
+        lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
+        out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True,
+                             check=True, timeout=60).stdout.split("\n")
+        return [tuple(map(int, l.split())) for l in out[:len(cases)]]
+
+    return run
+
+
+def _model_splits(base_blocks, stages, max_splits, slots):
+    """The cost model written out again: waves x (stages a split + fill) + the reduce."""
+    best, best_cost = 1, None
+    for s in range(1, max_splits + 1):
+        per = -(-stages // s)
+        if -(-stages // per) != s:
+            continue
+        cost = -(-base_blocks * s // slots) * (per + FILL) + (REDUCE if s > 1 else 0)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = s, cost
+    return best
+
+
+def _cases():
+    for device, (K, N), M, group in itertools.product(DEVICES, SHAPES, MS, GROUPS):
+        block = 1 << (K - 1).bit_length() if group == "channel" else group
+        block = max(block, 32)
+        workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+        yield device, (M, K, N, block, workspace, *DEVICES[device])
+
+
+def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
+    cases = list(_cases())
+    for (device, case), got in zip(cases, planner([c for _, c in cases])):
+        M, K, N, block, workspace, sms, _ = case
+        rows, n_blocks, m_blocks, splits, per_split, smem = got
+        n_pad = _layout.n_pad(N)
+        stages = -(-(-(-K // block) * block // 16) // 4)
+        # One row block of the smallest wgmma N that holds M; two tiles a block.
+        assert rows == min(r for r in (32, 64, 128, 256) if r >= M), (case, got)
+        assert m_blocks == 1 and n_blocks == -(-(n_pad // 64) // 2), (case, got)
+        # The ring (6 stages of rows x 128 B + 5 KB, + 1 KB of alignment) fits the block.
+        assert smem == 6 * (rows * 128 + 5120) + 1024 <= SMEM_LIMIT, (case, got)
+        # No empty split, every stage in one, the partials inside the workspace.
+        assert per_split * splits >= stages > per_split * (splits - 1), (case, got)
+        if splits > 1:
+            assert splits * M * n_pad <= workspace and per_split >= MIN_STAGES, (case, got)
+        max_splits = min(workspace // (M * n_pad), stages // MIN_STAGES, MAX_SPLITS)
+        slots = sms * (2 if rows <= 64 else 1)
+        want = _model_splits(n_blocks, stages, max_splits, slots) if max_splits > 1 else 1
+        assert splits == want, (case, got, want)
+
+
+@pytest.mark.parametrize("K, N, M, grid", [
+    (8192, 28672, 64, (224, 1, 1)),  # session 7 call 5: 224 blocks, no split
+    (28672, 8192, 64, (64, 1, 4)),   # session 7 call 5: 64 x 1 x 4 and the reduce kernel
+])
+def test_h200_grids_are_the_ones_nsight_compute_showed(planner, K, N, M, grid):
+    workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    (got,) = planner([(M, K, N, 128, workspace, *DEVICES["h200"])])
+    assert (got[1], got[2], got[3]) == grid
