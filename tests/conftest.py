@@ -10,6 +10,7 @@ import dataclasses
 import os
 import pathlib
 import shutil
+import subprocess
 import zlib
 
 import jax
@@ -181,8 +182,7 @@ def to_jnp(x):
     return None if x is None else jnp.asarray(x)
 
 
-def cuda_include():
-    """The CUDA toolkit's include directory (for the host-compiled planner checks), or None."""
+def _cuda_include():
     candidates = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
     nvcc = shutil.which("nvcc")
     if nvcc:
@@ -192,3 +192,26 @@ def cuda_include():
         if (pathlib.Path(root) / "include" / "cuda_runtime.h").exists():
             return pathlib.Path(root) / "include"
     return None
+
+
+def host_planner(tmp_path_factory, source: str):
+    """A grid planner check, ``tests/cpp/<source>``, compiled against ``ffi/`` with the host
+    compiler (the test skips without one or without the CUDA runtime headers). Returns
+    ``run(cases, *argv)``: each case one line on stdin, each answer one line of ints, or
+    None where the planner printed "declined"."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    include = _cuda_include()
+    if cxx is None or include is None:
+        pytest.skip("needs a C++ compiler and the CUDA runtime headers")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    exe = tmp_path_factory.mktemp("plan") / pathlib.Path(source).stem
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{root / 'ffi'}", f"-I{include}",
+                    str(root / "tests" / "cpp" / source), "-o", str(exe)], check=True)
+
+    def run(cases, *argv):
+        lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
+        out = subprocess.run([str(exe), *map(str, argv)], input=lines, capture_output=True,
+                             text=True, check=True, timeout=60).stdout.split("\n")
+        return [None if l == "declined" else tuple(map(int, l.split())) for l in out[:len(cases)]]
+
+    return run

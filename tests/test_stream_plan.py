@@ -11,11 +11,9 @@ import bisect
 import itertools
 import pathlib
 import re
-import shutil
-import subprocess
 
 import pytest
-from conftest import cuda_include
+from conftest import host_planner
 
 from jax_marlin import _layout, _shapes
 
@@ -50,23 +48,12 @@ WARPS = 8
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory):
-    cxx = shutil.which("c++") or shutil.which("g++")
-    include = cuda_include()
-    if cxx is None or include is None:
-        pytest.skip("needs a C++ compiler and the CUDA runtime headers")
-    exe = tmp_path_factory.mktemp("plan") / "stream_plan_check"
-    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT / 'ffi'}", f"-I{include}",
-                    str(ROOT / "tests" / "cpp" / "stream_plan_check.cc"), "-o", str(exe)],
-                   check=True)
+    run = host_planner(tmp_path_factory, "stream_plan_check.cc")
 
-    def run(cases, max_cluster=None):
-        lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
-        argv = [str(exe)] + ([] if max_cluster is None else [str(max_cluster)])
-        out = subprocess.run(argv, input=lines, capture_output=True, text=True,
-                             check=True, timeout=60).stdout.split("\n")
-        return [None if l == "declined" else tuple(map(int, l.split())) for l in out[:len(cases)]]
+    def plan(cases, max_cluster=None):  # argv[1]: the cap on the tile split's cluster size
+        return run(cases, *([] if max_cluster is None else [max_cluster]))
 
-    return run
+    return plan
 
 
 def _model_parts(T, L, B):

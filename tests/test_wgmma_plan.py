@@ -10,11 +10,9 @@ split heuristic, and the grids Nsight Compute showed on the H200.
 import itertools
 import pathlib
 import re
-import shutil
-import subprocess
 
 import pytest
-from conftest import cuda_include
+from conftest import host_planner
 
 from jax_marlin import _layout, _shapes
 
@@ -43,22 +41,7 @@ SMEM_LIMIT = 227 * 1024
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory):
-    cxx = shutil.which("c++") or shutil.which("g++")
-    include = cuda_include()
-    if cxx is None or include is None:
-        pytest.skip("needs a C++ compiler and the CUDA runtime headers")
-    exe = tmp_path_factory.mktemp("plan") / "wgmma_plan_check"
-    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT / 'ffi'}", f"-I{include}",
-                    str(ROOT / "tests" / "cpp" / "wgmma_plan_check.cc"), "-o", str(exe)],
-                   check=True)
-
-    def run(cases):
-        lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)
-        out = subprocess.run([str(exe)], input=lines, capture_output=True, text=True,
-                             check=True, timeout=60).stdout.split("\n")
-        return [tuple(map(int, l.split())) for l in out[:len(cases)]]
-
-    return run
+    return host_planner(tmp_path_factory, "wgmma_plan_check.cc")
 
 
 def _model_splits(base_blocks, stages, max_splits, slots):

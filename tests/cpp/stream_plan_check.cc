@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "plan_args.h"
 #include "stream_plan.h"
 
 int main(int argc, char** argv) {
@@ -15,17 +16,7 @@ int main(int argc, char** argv) {
   long long M, K, N, group, workspace, sm_count, smem, cc, split_k;
   while (std::scanf("%lld %lld %lld %lld %lld %lld %lld %lld %lld", &M, &K, &N, &group,
                     &workspace, &sm_count, &smem, &cc, &split_k) == 9) {
-    jax_marlin::MarlinGemmArgs args{};
-    args.M = M;
-    args.K = K;
-    args.N = N;
-    args.n_pad = jax_marlin::ceil_div(N, 64) * 64;
-    args.group_size = group;
-    args.k_blocks = jax_marlin::ceil_div(K, group);
-    args.k_pad = args.k_blocks * group;
-    // The planner only reads whether there is a workspace and its size.
-    args.workspace = workspace > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-    args.workspace_elems = workspace;
+    const jax_marlin::MarlinGemmArgs args = PlanArgs(M, K, N, group, workspace);
     const jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem),
                                           static_cast<int>(cc)};
     jax_marlin::StreamPlan plan{};

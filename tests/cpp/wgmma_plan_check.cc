@@ -5,23 +5,14 @@
 // answers against the workspace, the device and an independent model.
 #include <cstdio>
 
+#include "plan_args.h"
 #include "wgmma_plan.h"
 
 int main() {
   long long M, K, N, group, workspace, sm_count, smem;
   while (std::scanf("%lld %lld %lld %lld %lld %lld %lld", &M, &K, &N, &group, &workspace,
                     &sm_count, &smem) == 7) {
-    jax_marlin::MarlinGemmArgs args{};
-    args.M = M;
-    args.K = K;
-    args.N = N;
-    args.n_pad = jax_marlin::ceil_div(N, 64) * 64;
-    args.group_size = group;
-    args.k_blocks = jax_marlin::ceil_div(K, group);
-    args.k_pad = args.k_blocks * group;
-    // The planner only reads whether there is a workspace and its size.
-    args.workspace = workspace > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-    args.workspace_elems = workspace;
+    const jax_marlin::MarlinGemmArgs args = PlanArgs(M, K, N, group, workspace);
     const jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem),
                                           90};
     const jax_marlin::WgmmaGridInfo plan = jax_marlin::plan_wgmma_grid(args, device);
