@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import zlib
@@ -192,6 +193,13 @@ def _cuda_include():
         if (pathlib.Path(root) / "include" / "cuda_runtime.h").exists():
             return pathlib.Path(root) / "include"
     return None
+
+
+def header_constant(header: str, name: str) -> int:
+    """``constexpr int name = N;`` of ``ffi/<header>``, read from the header so a test's
+    model and the planner cannot drift."""
+    text = (pathlib.Path(__file__).resolve().parents[1] / "ffi" / header).read_text()
+    return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
 
 
 def host_planner(tmp_path_factory, source: str):

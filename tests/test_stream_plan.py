@@ -13,7 +13,7 @@ import pathlib
 import re
 
 import pytest
-from conftest import host_planner
+from conftest import header_constant, host_planner
 
 from jax_marlin import _layout, _shapes
 
@@ -34,15 +34,9 @@ ZERO_ROW_BYTES = 256
 A_ROW_BYTES = 272
 
 
-def _plan_constant(name):
-    """A constexpr of ffi/stream_plan.h, read from the header so the two cannot drift."""
-    text = (ROOT / "ffi" / "stream_plan.h").read_text()
-    return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
-
-
-MAX_PARTS = _plan_constant("kMaxStreamParts")
-TILE_SPLIT_MIN_BLOCKS = _plan_constant("kTileSplitMinBlocks")
-TILE_SPLIT_MAX_STEPS = _plan_constant("kTileSplitMaxSteps")
+MAX_PARTS = header_constant("stream_plan.h", "kMaxStreamParts")
+TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")
+TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
 WARPS = 8
 
 

@@ -8,15 +8,11 @@ split heuristic, and the grids Nsight Compute showed on the H200.
 """
 
 import itertools
-import pathlib
-import re
 
 import pytest
-from conftest import host_planner
+from conftest import header_constant, host_planner
 
 from jax_marlin import _layout, _shapes
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # (SMs, opt-in shared memory per block): Hopper parts only, the kernel is sm_90a.
 DEVICES = {"h200": (132, 232448), "h100_pcie": (114, 232448), "small": (16, 232448)}
@@ -26,16 +22,10 @@ MS = [17, 32, 33, 64, 65, 128, 129, 200, 256]
 GROUPS = [32, 64, 128, "channel"]
 
 
-def _plan_constant(name):
-    """A constexpr of ffi/wgmma_plan.h, read from the header so the two cannot drift."""
-    text = (ROOT / "ffi" / "wgmma_plan.h").read_text()
-    return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
-
-
-FILL = _plan_constant("kWgFillStages")
-REDUCE = _plan_constant("kWgReduceStages")
-MIN_STAGES = _plan_constant("kWgMinStagesPerSplit")
-MAX_SPLITS = _plan_constant("kWgMaxSplits")
+FILL = header_constant("wgmma_plan.h", "kWgFillStages")
+REDUCE = header_constant("wgmma_plan.h", "kWgReduceStages")
+MIN_STAGES = header_constant("wgmma_plan.h", "kWgMinStagesPerSplit")
+MAX_SPLITS = header_constant("wgmma_plan.h", "kWgMaxSplits")
 SMEM_LIMIT = 227 * 1024
 
 
