@@ -24,8 +24,6 @@ ffi::Error CudaError(const char* what, cudaError_t error) {
                              cudaGetErrorString(error));
 }
 
-// Device attributes are fixed for the life of the process: query each device
-// once rather than on every call.
 // The launch arguments a weight shape, M and the dtype determine (no buffers).
 MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
   MarlinGemmArgs args{};
@@ -41,6 +39,8 @@ MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
   return args;
 }
 
+// Device attributes are fixed for the life of the process: query each device
+// once rather than on every call.
 cudaError_t GetDeviceLimits(DeviceLimits* limits) {
   constexpr int kMaxDevices = 64;
   static std::array<DeviceLimits, kMaxDevices> cache{};
@@ -132,43 +132,39 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
 
 }  // namespace
 
-// The arguments and device limits a plan query needs: the shape's launch
+// Runs `plan(args, device)` on what a plan query needs: the shape's launch
 // arguments with a workspace of that size (the planners read only whether
-// there is one and its size; nothing is dereferenced).
-static cudaError_t PlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
-                                int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                                MarlinGemmArgs* args, DeviceLimits* device) {
-  if (cudaError_t error = GetDeviceLimits(device); error != cudaSuccess) return error;
-  *args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
-  args->workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-  args->workspace_elems = workspace_floats;
+// there is one and its size; nothing is dereferenced) and this device's limits.
+template <typename Plan>
+static cudaError_t WithPlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                                    int64_t zero_point_kind, bool bfloat16,
+                                    int64_t workspace_floats, Plan plan) {
+  DeviceLimits device;
+  if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
+  MarlinGemmArgs args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
+  args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+  args.workspace_elems = workspace_floats;
+  plan(args, device);
   return cudaSuccess;
 }
 
 cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
                        int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                        int64_t split_k, const char** kernel) {
-  MarlinGemmArgs args;
-  DeviceLimits device;
-  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
-                                       workspace_floats, &args, &device);
-      error != cudaSuccess)
-    return error;
-  *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
-  return cudaSuccess;
+  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+                          [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
+                            *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
+                          });
 }
 
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {
-  MarlinGemmArgs args;
-  DeviceLimits device;
-  if (cudaError_t error = PlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16,
-                                       workspace_floats, &args, &device);
-      error != cudaSuccess)
-    return error;
-  *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
-  return cudaSuccess;
+  return WithPlanningArgs(
+      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+      [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
+        *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
+      });
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(MatMulNBitsCudaHandler, MatMulNBitsCuda,

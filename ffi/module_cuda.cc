@@ -24,9 +24,9 @@ NB_MODULE(_cuda, m) {
         []() { return nb::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); });
   m.def("cuda_architectures", []() { return nb::str(JAX_MARLIN_CUDA_ARCHITECTURES); });
   m.def("cuda_runtime_version", []() { return CUDART_VERSION; });
-  // The streaming kernel's grid for a 4-bit GEMM on the current device (None
-  // where the tiled kernel would run it): tests use it to know which path a
-  // shape reaches, since every path gives the same answer.
+  // Which kernel a 4-bit GEMM gets on the current device, and the streaming
+  // kernel's grid (None where another kernel runs it): tests use them to know
+  // which path a shape reaches, since every path gives the same answer.
   m.def("planned_kernel", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                              int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                              int64_t split_k) {
