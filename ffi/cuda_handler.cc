@@ -26,8 +26,6 @@ ffi::Error CudaError(const char* what, cudaError_t error) {
                              cudaGetErrorString(error));
 }
 
-// Device attributes are fixed for the life of the process: query each device
-// once rather than on every call.
 // The launch arguments a weight shape, M and the dtype determine (no buffers).
 MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
   MarlinGemmArgs args{};
@@ -43,6 +41,8 @@ MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
   return args;
 }
 
+// Device attributes are fixed for the life of the process: query each device
+// once rather than on every call.
 cudaError_t GetDeviceLimits(DeviceLimits* limits) {
   constexpr int kMaxDevices = 64;
   static std::array<DeviceLimits, kMaxDevices> cache{};

@@ -1,7 +1,8 @@
 // Device-side building blocks shared by the W4A16 kernels (the tiled GEMM in
 // marlin_kernel.cu, the weight-streaming kernel in stream_kernel.cu and the
 // Hopper wgmma kernel in wgmma_kernel.cu): dtype traits, the operands block,
-// the PTX wrappers, the magic-number dequantization and the output helpers. Like the kernels, it includes no XLA or nanobind header.
+// the PTX wrappers, the magic-number dequantization and the output helpers.
+// Like the kernels, it includes no XLA or nanobind header.
 //
 // Everything sits in an anonymous namespace: each kernel file gets its own
 // copy, inlined, and nothing here is an exported symbol.

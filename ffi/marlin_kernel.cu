@@ -582,16 +582,25 @@ cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& d
   return cudaGetLastError();
 }
 
+// Whether the wgmma kernel takes a GEMM the streaming kernel declined: M =
+// 17..256 on sm_90, unless a test asks for the tiled kernel, by name or with
+// a k-split count (only the tiled kernel takes one).
+static bool wgmma_takes(const MarlinGemmArgs& args, const DeviceLimits& device,
+                        int split_k_override) {
+#ifdef JAX_MARLIN_WGMMA
+  return split_k_override <= 0 && split_k_override != kForceTiledKernel &&
+         WgmmaGemmApplies(args, device);
+#else
+  (void)args, (void)device, (void)split_k_override;
+  return false;
+#endif
+}
+
 const char* PlannedKernel(const MarlinGemmArgs& args, const DeviceLimits& device,
                           int split_k_override) {
   StreamGridInfo info{};
   if (PlanStreamGemm(args, device, split_k_override, &info)) return "stream";
-#ifdef JAX_MARLIN_WGMMA
-  if (split_k_override <= 0 && split_k_override != kForceTiledKernel &&
-      WgmmaGemmApplies(args, device))
-    return "wgmma";
-#endif
-  return "tiled";
+  return wgmma_takes(args, device, split_k_override) ? "wgmma" : "tiled";
 }
 
 cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
@@ -619,11 +628,7 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
       err != cudaErrorNotSupported)
     return err;
 #ifdef JAX_MARLIN_WGMMA
-  // M = 17..256 on sm_90: the wgmma kernel (wgmma_kernel.cu), unless a test
-  // asks for the tiled kernel, by name or with a k-split (which only it has).
-  if (split_k_override <= 0 && split_k_override != kForceTiledKernel &&
-      WgmmaGemmApplies(args, device))
-    return LaunchWgmmaGemm(args, device, stream);
+  if (wgmma_takes(args, device, split_k_override)) return LaunchWgmmaGemm(args, device, stream);
 #endif
 
   switch (args.dtype) {
