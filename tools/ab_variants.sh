@@ -39,6 +39,13 @@ if [ -n "${WGMMA_PROBE-}" ]; then
   echo "wgmma probe:"; tail -4 "$OUT/wgmma_probe.txt"
 fi
 
+# WGMMA_RATE=1: the tensor pipe's ceiling for the kernel's MMA shapes (tools/wgmma_rate.cu).
+if [ -n "${WGMMA_RATE-}" ]; then
+  nvcc -gencode arch=compute_90a,code=sm_90a -O2 -o /tmp/wgmma_rate "$repo/tools/wgmma_rate.cu" \
+    >"$OUT/wgmma_rate.txt" 2>&1 && timeout 60 /tmp/wgmma_rate >>"$OUT/wgmma_rate.txt" 2>&1
+  cat "$OUT/wgmma_rate.txt"
+fi
+
 # PLAN="--shapes 8192x28672 --ms 1,2": each variant's streaming grid (tools/show_plan.py).
 if [ -n "${PLAN-}" ]; then
   for n in $names; do
@@ -65,6 +72,16 @@ for v in ${NCU_VARIANT:-main}; do
   for shape in ${NCU:+"$NCU"} ${NCU2:+"$NCU2"}; do
     echo "== ncu $shape on $v"
     PYTHONPATH="/tmp/v/$v" run_ncu "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu_$v.txt"
+  done
+done
+
+# NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant.
+IFS=';' read -ra full_shapes <<<"${NCU_FULL-}"
+for v in ${NCU_VARIANT:-main}; do
+  i=0
+  for shape in "${full_shapes[@]}"; do
+    i=$((i + 1))
+    PYTHONPATH="/tmp/v/$v" run_ncu_full "$shape" "${NCU_TIMEOUT:-90}" "$OUT/ncu_full_${v}_$i.txt"
   done
 done
 

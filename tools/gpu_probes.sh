@@ -49,3 +49,16 @@ run_ncu_source() {  # "profile_one args" timeout_s csv
    ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$3" 2>>"$3.txt"
    echo "ncu source $1: $(wc -l <"$3") SASS lines"; grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$3.txt" | head -5)
 }
+
+# Nsight Compute's full set (every section, every pipe's utilization, L2 and
+# DRAM traffic) for one launch of the kernels NCU_KERNEL names, printed with
+# all details to $3 (the .ncu-rep is too large to bring back).
+run_ncu_full() {  # "profile_one args" timeout_s txt
+  local rep="/tmp/ncu_full_$$"
+  # shellcheck disable=SC2086
+  (cd /tmp && timeout "$2" ncu --kernel-name regex:"${NCU_KERNEL:-stream_gemm}" --launch-skip 6 --launch-count 1 \
+     --clock-control none --set full -f -o "$rep" \
+     python3 "$repo/tools/profile_one.py" $1 >"$3" 2>&1
+   ncu -i "$rep.ncu-rep" --page details --print-details all >>"$3" 2>&1
+   echo "ncu full $1: $(wc -l <"$3") lines"; grep -E "^    Duration|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy" "$3" | head -6)
+}
