@@ -118,19 +118,16 @@ def _dense(a, codes, scales, zero_points, bias, **params):
 
 
 def _dense_on_gpu(a, codes, scales, zero_points, bias, **params):
-    """The GPU's dense path (large M): the weight dequantized into a buffer of its own,
-    then the very dot ``jnp.dot`` runs on dense weights of ``a``'s dtype.
+    """The GPU's dense path (M past the fused kernels): the dequantized weight, then the
+    very dot ``jnp.dot`` runs on dense weights of ``a``'s dtype.
 
-    The optimization barrier keeps XLA from fusing the dequantization into the GEMM's
-    operand read, which trades cuBLAS for a slower generated GEMM. The dot's output is
-    ``a``'s dtype, as ``jnp.dot``'s is: cuBLAS accumulates fp16 and bf16 in fp32 either
-    way, and a float32 [M, N] result would cost a write and a read of twice the output's
-    bytes (at M = 4096 on 8192 x 28672, ~0.7 GB) before the cast.
+    The dot's result is ``a``'s dtype, as ``jnp.dot``'s is (cuBLAS accumulates fp16 and
+    bf16 in fp32 either way): a float32 [M, N] result and its cast cost up to 6% at M = 512
+    to 4096 on the large shapes (session 8, call 6, docs/perf/NOTES.md).
     """
     if a.dtype == jnp.float32:
         return _dense(a, codes, scales, zero_points, bias, **params)
     weight = dequantize(_weights(codes, scales, zero_points, params), a.dtype)
-    weight = jax.lax.optimization_barrier(weight)
     y = jnp.einsum("...k,nk->...n", a, weight)
     if bias.size:
         y = y + bias.astype(a.dtype)
