@@ -117,6 +117,23 @@ def _dense(a, codes, scales, zero_points, bias, **params):
     return y.astype(a.dtype)
 
 
+def _dense_on_gpu(a, codes, scales, zero_points, bias, **params):
+    """The GPU's dense path (M past the fused kernels): the dequantized weight, then the
+    very dot ``jnp.dot`` runs on dense weights of ``a``'s dtype.
+
+    The dot's result is ``a``'s dtype, as ``jnp.dot``'s is (cuBLAS accumulates fp16 and
+    bf16 in fp32 either way): a float32 [M, N] result and its cast cost up to 6% at M = 512
+    to 4096 on the large shapes (session 8, call 6, docs/perf/NOTES.md).
+    """
+    if a.dtype == jnp.float32:
+        return _dense(a, codes, scales, zero_points, bias, **params)
+    weight = dequantize(_weights(codes, scales, zero_points, params), a.dtype)
+    y = jnp.einsum("...k,nk->...n", a, weight)
+    if bias.size:
+        y = y + bias.astype(a.dtype)
+    return y
+
+
 def _ffi_attributes(params):
     return dict(K=np.int64(params["K"]), N=np.int64(params["N"]), bits=np.int64(params["bits"]),
                 block_size=np.int64(params["block_size"]),
@@ -181,7 +198,7 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
     use_fused = fused_applies(a.dtype, params["bits"]) and (
         impl == "fused" or (impl == "auto" and M <= fused_up_to))
     if not use_fused or M == 0:
-        return _dense(a, codes, scales, zero_points, bias, **params)
+        return _dense_on_gpu(a, codes, scales, zero_points, bias, **params)
     K, N = params["K"], params["N"]
     lead = a.shape[:-1]
     a = a.reshape(M, K)
