@@ -122,7 +122,7 @@ def _dense_on_gpu(a, codes, scales, zero_points, bias, **params):
     very dot ``jnp.dot`` runs on dense weights of ``a``'s dtype.
 
     The dot's result is ``a``'s dtype, as ``jnp.dot``'s is (cuBLAS accumulates fp16 and
-    bf16 in fp32 either way): a float32 [M, N] result and its cast cost up to 6% at M = 512
+    bf16 in fp32 either way): a float32 [M, N] result and its cast cost up to 7% at M = 512
     to 4096 on the large shapes (session 8, call 6, docs/perf/NOTES.md).
     """
     if a.dtype == jnp.float32:
