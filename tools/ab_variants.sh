@@ -39,11 +39,15 @@ if [ -n "${WGMMA_PROBE-}" ]; then
   echo "wgmma probe:"; tail -4 "$OUT/wgmma_probe.txt"
 fi
 
-# WGMMA_RATE=1: the tensor pipe's ceiling for the kernel's MMA shapes (tools/wgmma_rate.cu).
+# WGMMA_RATE=1: the GPU probes of the wgmma kernel's compute, built from this
+# checkout: the tensor pipe's ceiling for its MMA shapes (tools/wgmma_rate.cu)
+# and its stage loop without memory traffic (tools/wgmma_loop.cu).
 if [ -n "${WGMMA_RATE-}" ]; then
-  nvcc -gencode arch=compute_90a,code=sm_90a -O2 -o /tmp/wgmma_rate "$repo/tools/wgmma_rate.cu" \
-    >"$OUT/wgmma_rate.txt" 2>&1 && timeout 60 /tmp/wgmma_rate >>"$OUT/wgmma_rate.txt" 2>&1
-  cat "$OUT/wgmma_rate.txt"
+  for probe in wgmma_rate wgmma_loop; do
+    nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -I "$repo/ffi" -o "/tmp/$probe" \
+      "$repo/tools/$probe.cu" >"$OUT/$probe.txt" 2>&1 && timeout 60 "/tmp/$probe" >>"$OUT/$probe.txt" 2>&1
+    cat "$OUT/$probe.txt"
+  done
 fi
 
 # PLAN="--shapes 8192x28672 --ms 1,2": each variant's streaming grid (tools/show_plan.py).
