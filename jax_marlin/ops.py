@@ -30,8 +30,9 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
     included); result ``[..., N]`` in ``a``'s dtype. float16 / bfloat16 run on
     the GPU's tensor cores with fp32 accumulation; float32 is computed in
     float32 (on the GPU by a dequantize-then-dot at the highest precision).
-    ``bias`` is ``[N]``, cast to ``a``'s dtype and added before the single
-    final rounding.
+    ``bias`` is ``[N]``, cast to ``a``'s dtype; the fused kernels add it in fp32
+    before the single final rounding, the GPU's dense path (large M) adds it to
+    the rounded dot, as ``jnp.dot(a, w) + bias`` would.
 
     ``impl`` picks the GPU path: ``"auto"`` (by M, from measurements),
     ``"fused"`` (the fused kernel wherever it applies) or ``"dense"``

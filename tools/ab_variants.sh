@@ -79,7 +79,8 @@ for v in ${NCU_VARIANT:-main}; do
   done
 done
 
-# NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant.
+# NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant
+# (NCU_KERNEL names it: "wgmma" at M = 17..256, the default "stream_gemm" at M <= 16).
 IFS=';' read -ra full_shapes <<<"${NCU_FULL-}"
 for v in ${NCU_VARIANT:-main}; do
   i=0

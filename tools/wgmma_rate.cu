@@ -3,9 +3,10 @@
 // kernel's 128-byte-swizzle descriptor) sustains when each warpgroup issues
 // as ffi/wgmma_kernel.cu does: 4 MMAs a commit group, wait_group 1. N is the
 // kernel's rows (M tokens). If that shape could not reach the pipe's peak, no
-// trimming of the instructions around it would help. Session 8 measured
+// trimming of the instructions around it would help. Operands are pseudo-random
+// finite values (tools/probe_data.cuh), not zeros. Session 8 measured
 // ~965 TFLOP/s at N = 64 and 128 with only 2 warpgroups an SM, the same with
-// A from shared memory (docs/perf/NOTES.md, Variant 8).
+// A from shared memory, on zero operands (docs/perf/NOTES.md, Variant 8).
 // Build and run (sm_90a is required for wgmma):
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -I ffi \
 //     -o /tmp/wgmma_rate tools/wgmma_rate.cu && /tmp/wgmma_rate
@@ -13,6 +14,7 @@
 
 #include <cstdio>
 
+#include "probe_data.cuh"
 #include "wgmma_device.cuh"
 
 namespace jax_marlin {
@@ -22,18 +24,21 @@ constexpr int kIters = 4096;  // stages of 4 k16 MMAs a warpgroup
 
 template <int kRows>
 __global__ void __launch_bounds__(128) rate_kernel(float* sink) {
-  // The B operand: kRows rows of 64 k, zeros (the rate does not depend on
-  // the values), on the 1024-byte boundary the swizzle needs.
+  // The B operand: kRows rows of 64 k, on the 1024-byte boundary the swizzle
+  // needs.
   __shared__ __align__(1024) unsigned char tile[kRows * 128];
   for (int i = threadIdx.x; i < kRows * 128 / 4; i += blockDim.x)
-    reinterpret_cast<uint32_t*>(tile)[i] = 0;
+    reinterpret_cast<uint32_t*>(tile)[i] = probe_word(i);
   fence_proxy_async_shared();
   __syncthreads();
   float d[kRows / 2];
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
-  uint32_t frag[4][4] = {};
-  frag[0][0] = threadIdx.x;
+  uint32_t frag[4][4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) frag[u][r] = probe_word(16 * threadIdx.x + 4 * u + r + 99991);
   const uint64_t desc = act_descriptor(shared_address(tile));
   for (int it = 0; it < kIters; ++it) wgmma_stage<__half, kRows>(d, frag, desc);
   wgmma_wait<0>();
