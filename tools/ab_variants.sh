@@ -68,8 +68,9 @@ echo "tests done at $(( $(date +%s) - start )) s"
 
 for tool in ${SANITIZE-}; do
   echo "$tool on ${SAN_VARIANT:-main}:"
+  # The variant's own sweep: a branch may add the shapes its change needs.
   PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
-    "$OUT/sanitize_$tool.log"
+    "$OUT/sanitize_$tool.log" "$repo/.variants/${SAN_VARIANT:-main}/tools/sanitize_sweep.py"
 done
 
 for v in ${NCU_VARIANT:-main}; do
