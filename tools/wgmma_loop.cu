@@ -15,7 +15,7 @@
 //   pair        the fence and barrier every second stage only (what a ring
 //               refilled two stages at a time would need)
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
-// The ring holds pseudo-random finite values (tools/probe_data.cuh), not zeros:
+// The ring holds pseudo-random finite values (tools/probe_common.cuh), not zeros:
 // codes, scales and zero points, and activations, as a real stage would.
 // Compare with the kernel on that GEMM: ~90 us at M = 64 and ~219 us at M =
 // 256 under ncu, 99 and 239 us in the benchmark (NOTES, Variant 8).
@@ -26,7 +26,7 @@
 
 #include <cstdio>
 
-#include "probe_data.cuh"
+#include "probe_common.cuh"
 #include "wgmma_device.cuh"
 #include "wgmma_plan.h"
 
@@ -125,29 +125,15 @@ void measure(int blocks, int n_stages, uint32_t* sink) {
   constexpr auto kernel = loop_kernel<kRows, kMode>;
   const int smem = WgmmaConfig<kRows>::kSmemBytes;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink);  // warm-up
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(t0);
-    kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink);
-    cudaEventRecord(t1);
-    cudaEventSynchronize(t1);
-    float ms = 0.f;
-    cudaEventElapsedTime(&ms, t0, t1);
-    best = ms < best ? ms : best;
-  }
+  const float us =
+      best_launch_us([&] { kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink); }, 5);
   int resident = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWgThreads, smem);
   cudaFuncAttributes attributes{};
   cudaFuncGetAttributes(&attributes, kernel);
   std::printf("rows %3d  %-10s  %3d blocks (%d an SM, %3d registers) x %d stages: %7.1f us  %s\n",
-              kRows, kModeNames[kMode], blocks, resident, attributes.numRegs, n_stages,
-              best * 1e3, cudaGetErrorString(cudaGetLastError()));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
+              kRows, kModeNames[kMode], blocks, resident, attributes.numRegs, n_stages, us,
+              cudaGetErrorString(cudaGetLastError()));
 }
 
 template <int kRows>
@@ -167,13 +153,11 @@ void sweep(int sms, uint32_t* sink) {
 
 int main() {
   using namespace jax_marlin;
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  const int sms = probe_banner();
   uint32_t* sink;
   cudaMalloc(&sink, 1024 * sizeof(uint32_t));
-  std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  sweep<64>(prop.multiProcessorCount, sink);
-  sweep<256>(prop.multiProcessorCount, sink);
+  sweep<64>(sms, sink);
+  sweep<256>(sms, sink);
   cudaFree(sink);
   return 0;
 }

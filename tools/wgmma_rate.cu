@@ -4,7 +4,7 @@
 // as ffi/wgmma_kernel.cu does: 4 MMAs a commit group, wait_group 1. N is the
 // kernel's rows (M tokens). If that shape could not reach the pipe's peak, no
 // trimming of the instructions around it would help. Operands are pseudo-random
-// finite values (tools/probe_data.cuh), not zeros. Session 8 measured
+// finite values (tools/probe_common.cuh), not zeros. Session 8 measured
 // ~965 TFLOP/s at N = 64 and 128 with only 2 warpgroups an SM, the same with
 // A from shared memory, on zero operands (docs/perf/NOTES.md, Variant 8).
 // Build and run (sm_90a is required for wgmma):
@@ -14,7 +14,7 @@
 
 #include <cstdio>
 
-#include "probe_data.cuh"
+#include "probe_common.cuh"
 #include "wgmma_device.cuh"
 
 namespace jax_marlin {
@@ -51,24 +51,13 @@ __global__ void __launch_bounds__(128) rate_kernel(float* sink) {
 template <int kRows>
 void measure(int warpgroups_per_sm, int sms, float* sink) {
   const int blocks = warpgroups_per_sm * sms;  // one warpgroup a block
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  rate_kernel<kRows><<<blocks, 128>>>(sink);  // warm-up
-  cudaEventRecord(t0);
-  rate_kernel<kRows><<<blocks, 128>>>(sink);
-  cudaEventRecord(t1);
-  cudaEventSynchronize(t1);
-  float ms = 0.f;
-  cudaEventElapsedTime(&ms, t0, t1);
+  const float us = best_launch_us([&] { rate_kernel<kRows><<<blocks, 128>>>(sink); }, 3);
   int resident = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, rate_kernel<kRows>, 128, 0);
   const double flops = 2.0 * 64 * kRows * 16 * 4 * double(kIters) * blocks;
   std::printf("m64n%dk16, %d warpgroups an SM (%d fit): %7.1f TFLOP/s  %s\n", kRows,
-              warpgroups_per_sm, resident, flops / (ms * 1e-3) / 1e12,
+              warpgroups_per_sm, resident, flops / (us * 1e-6) / 1e12,
               cudaGetErrorString(cudaGetLastError()));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
 }
 
 }  // namespace
@@ -76,15 +65,13 @@ void measure(int warpgroups_per_sm, int sms, float* sink) {
 
 int main() {
   using namespace jax_marlin;
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  const int sms = probe_banner();
   float* sink;
   cudaMalloc(&sink, 1024 * sizeof(float));
-  std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
   for (int wg : {1, 2, 4}) {
-    measure<64>(wg, prop.multiProcessorCount, sink);
-    measure<128>(wg, prop.multiProcessorCount, sink);
-    measure<256>(wg, prop.multiProcessorCount, sink);
+    measure<64>(wg, sms, sink);
+    measure<128>(wg, sms, sink);
+    measure<256>(wg, sms, sink);
   }
   cudaFree(sink);
   return 0;
