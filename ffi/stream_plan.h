@@ -112,23 +112,24 @@ constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;
 static_assert(kTileSplitMaxCluster >= 1 && kTileSplitMaxCluster <= 8,
               "8 blocks is the portable cluster size, which every sm_90+ part can place");
 constexpr int kTileSplitMinBlocks = 64;
+constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
+// split_k_override = -C asks for the tile-split grid with C blocks per tile
+// where it fits (-1: one block per tile).
+constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
+
 // From this M on, a stream-K grid that two blocks an SM would spread over more
 // than one wave is planned with one block an SM instead. A block stages A for
 // all of its steps (4.5 KB a step at M = 16), so past M = 8 two blocks an SM
 // can hold too few steps for one wave and the planner takes two (528 blocks,
 // up to 11 partials a column group on 8192 x 28672); one block an SM keeps one
-// wave with half the warps. Off by default (INT32_MAX): session
-// 7's ring3 run, which happened to plan one block an SM at M = 16, was faster
-// on 28672 x 8192 and slower on 8192 x 28672 (docs/perf/NOTES.md), so it is a
-// measurement to make (-DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9), not a default.
+// wave with half the warps. Off by default (INT32_MAX): session 7's ring3 run,
+// which happened to plan one block an SM at M = 16, was faster on 28672 x 8192
+// and slower on 8192 x 28672 (docs/perf/NOTES.md), so it is a measurement to
+// make (-DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9), not a default.
 #ifndef JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M
 #define JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M INT32_MAX
 #endif
 constexpr int64_t kStreamOneBlockFromM = JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M;
-constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
-// split_k_override = -C asks for the tile-split grid with C blocks per tile
-// where it fits (-1: one block per tile).
-constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
 
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
