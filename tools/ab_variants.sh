@@ -4,7 +4,8 @@
 # carry=[".ffi", ".variants"]) in parallel, then benchmarks each in its own
 # process, so every variant's ratios are against jnp.dot timed in that process.
 #   git archive wip/x | tar -x -C .variants/x   (here, per variant; a file
-#   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build)
+#   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build, and
+#   .variants/x/BENCH_ARGS replaces $BENCH for it)
 #   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT="all reduce2" \
 #     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT=all \
 #     DECODE=" " DECODE_VARIANT=all NCU_SOURCE="--K 4096 --N 4096 --M 1" bash tools/ab_variants.sh
@@ -100,11 +101,15 @@ for shape in "${source_shapes[@]}"; do
     "$OUT/ncu_source_$i.csv"
 done
 
+# A file .variants/x/BENCH_ARGS replaces $BENCH for that variant (a variant that
+# only matters at small M need not sit through the large-M sweep).
 if [ -n "${BENCH-}" ]; then
   for n in $names; do
     echo "== bench $n"
+    bench_args="$(cat ".variants/$n/BENCH_ARGS" 2>/dev/null || echo "$BENCH")"
+    # shellcheck disable=SC2086  # the arguments are split on purpose
     (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${BENCH_TIMEOUT:-120}" python3 -m jax_marlin.bench \
-       $BENCH --csv "$OUT/$n/bench.csv" --plot "$OUT/$n/bench.png" >"$OUT/$n/bench.log" 2>&1;
+       $bench_args --csv "$OUT/$n/bench.csv" --plot "$OUT/$n/bench.png" >"$OUT/$n/bench.log" 2>&1;
      grep -E "jax_marlin|tinygemm" "$OUT/$n/bench.log" | grep -v "^#" | tail -40)
   done
 fi
