@@ -11,6 +11,8 @@
 //   no-barrier  without the fence and __syncthreads
 //   no-mma      dequantization only (its results xor-folded, so nothing is dead)
 //   no-dequant  the MMAs on fixed registers, with the loads and the barrier
+//   pair        the fence and barrier every second stage only (what a ring
+//               refilled two stages at a time would need)
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
 // Compare with the kernel on that GEMM: ~90 us at M = 64 and ~219 us at M =
 // 256 under ncu, 99 and 239 us in the benchmark (NOTES, Variant 8).
@@ -27,8 +29,8 @@
 namespace jax_marlin {
 namespace {
 
-enum Mode { kFull, kNoBarrier, kNoMma, kNoDequant };
-const char* const kModeNames[] = {"full", "no-barrier", "no-mma", "no-dequant"};
+enum Mode { kFull, kNoBarrier, kNoMma, kNoDequant, kPairBarrier };
+const char* const kModeNames[] = {"full", "no-barrier", "no-mma", "no-dequant", "pair"};
 
 template <int kRows, int kMode>
 __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
@@ -58,8 +60,8 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   uint32_t folded = 0;
   int read_slot = 0;
 
-  auto stage = [&](uint32_t (&frag)[kWgStageUnits][4]) {
-    if constexpr (kMode != kNoBarrier) {
+  auto stage = [&](uint32_t (&frag)[kWgStageUnits][4], bool even) {
+    if (kMode != kNoBarrier && (kMode != kPairBarrier || even)) {
       fence_proxy_async_shared();
       __syncthreads();
     }
@@ -94,20 +96,15 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
       for (int u = 0; u < kWgStageUnits; ++u)
         folded ^= frag[u][0] ^ frag[u][1] ^ frag[u][2] ^ frag[u][3];
     } else {
-      const uint64_t desc = act_descriptor(base);
-      wgmma_fence();
-#pragma unroll
-      for (int u = 0; u < kWgStageUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
-      wgmma_commit();
-      wgmma_wait<1>();
+      wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     }
   };
 
   // Stage pairs with two register sets, as the kernel runs them.
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
   for (int s = 0; s + 1 < n_stages; s += 2) {
-    stage(frag_even);
-    stage(frag_odd);
+    stage(frag_even, true);
+    stage(frag_odd, false);
   }
   wgmma_wait<0>();
   float sum = 0.f;
@@ -154,6 +151,7 @@ void sweep(int sms, uint32_t* sink) {
     measure<kRows, kNoBarrier>(blocks, 128, sink);
     measure<kRows, kNoMma>(blocks, 128, sink);
     measure<kRows, kNoDequant>(blocks, 128, sink);
+    measure<kRows, kPairBarrier>(blocks, 128, sink);
   }
 }
 
