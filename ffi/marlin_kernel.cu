@@ -571,7 +571,7 @@ cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& d
 }
 
 // Whether the wgmma kernel takes a GEMM the streaming kernel declined: M =
-// 17..256 on sm_90, unless a test asks for the tiled kernel, by name or with
+// kWgmmaMinM..kWgmmaMaxM on sm_90, unless a test asks for the tiled kernel, by name or with
 // a k-split count (only the tiled kernel takes one).
 static bool wgmma_takes(const MarlinGemmArgs& args, const DeviceLimits& device,
                         int split_k_override) {

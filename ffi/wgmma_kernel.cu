@@ -1,4 +1,4 @@
-// Hopper wgmma W4A16 kernel for M = 17..256 (sm_90a only; design and sources:
+// Hopper wgmma W4A16 kernel for M = 17..1024 (sm_90a only; design and sources:
 // docs/design/wgmma.md; tools/wgmma_probe.cu checks the layout facts below on
 // the GPU).
 //
@@ -19,7 +19,8 @@
 // transposes on the way out.
 //
 // Block: two warpgroups (two 64-column tiles) sharing one activation stage,
-// kRows activation rows (32, 64, 128 or 256), and one range of k (all of it, or a
+// kRows activation rows (32, 64, 128 or 256; past 256, 256-row blocks along
+// gridDim.y), and one range of k (all of it, or a
 // k-split's share where the column and row blocks alone leave SMs idle; the
 // splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
 // of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B

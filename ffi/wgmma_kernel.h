@@ -1,4 +1,4 @@
-// The Hopper (sm_90a) wgmma kernel for M = 17..256 rows: an internal launcher,
+// The Hopper (sm_90a) wgmma kernel for M = 17..1024 rows: an internal launcher,
 // chosen by LaunchMarlinGemm (marlin_kernel.cu). No XLA here. Design:
 // docs/design/wgmma.md.
 #pragma once
@@ -15,9 +15,13 @@ constexpr int kForceTiledKernel = -2000;
 
 // Whether the wgmma kernel takes this GEMM on this device: sm_90 with the
 // module's sm_90a code loaded, M in [kWgmmaMinM, kWgmmaMaxM], groups of at least
-// 32, and its pipeline within the device's shared memory.
+// 32, and its pipeline within the device's shared memory. Past 256 rows the
+// blocks are 256-row blocks along gridDim.y, each dequantizing the weights
+// again: that still beat dequantize-then-cuBLAS up to about M = 1024 by the
+// session 8 measurements it was predicted from (docs/perf/NOTES.md); ops.py's
+// WGMMA_MAX_M decides what impl="auto" sends here.
 constexpr int kWgmmaMinM = 17;
-constexpr int kWgmmaMaxM = 256;
+constexpr int kWgmmaMaxM = 1024;
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device);
 
 // The grid LaunchWgmmaGemm would launch, for tests and diagnostics (every

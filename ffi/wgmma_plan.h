@@ -59,9 +59,10 @@ constexpr int kWgMinStagesPerSplit = 8;
 constexpr int kWgMaxSplits = 16;
 
 // The block's rows: the smallest wgmma N of 32, 64, 128, 256 that holds M (M
-// <= kWgmmaMaxM = 256: one row block, so each weight is dequantized once; two
-// 128-row blocks at M = 256 did the dequantization twice, 220 instructions a
-// stage each against 277 for one 256-row stage). 256 rows take 128
+// <= 256: one row block, so each weight is dequantized once; two 128-row
+// blocks at M = 256 did the dequantization twice, 220 instructions a stage
+// each against 277 for one 256-row stage), else 256-row blocks, ceil(M / 256)
+// of them along gridDim.y (M <= kWgmmaMaxM). 256 rows take 128
 // accumulators a thread (242 registers, no spill: one block an SM) and a
 // 223 KB ring, within sm_90's 227 KB.
 inline int wgmma_rows(int64_t M) {

@@ -70,8 +70,9 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 # From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
 # instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
 DENSE_FROM_M = 256
-# Except on Hopper, where the wgmma kernel (ffi/wgmma_kernel.h kWgmmaMaxM) beats
-# the dense path up to its last row count (session 7 call 3, docs/perf/NOTES.md).
+# Except on Hopper, where impl="auto" takes the wgmma kernel up to WGMMA_MAX_M: it
+# beat the dense path at M = 256 (session 7 call 3, docs/perf/NOTES.md). The kernel
+# itself runs to ffi/wgmma_kernel.h kWgmmaMaxM = 1024 (impl="fused").
 WGMMA_MAX_M = 256
 
 
@@ -221,15 +222,15 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     """The Hopper wgmma kernel's grid for an (M, K) x `w` GEMM on the current GPU, as `_cuda`
     would launch it (a dict: rows (the block's activation rows, 32/64/128/256), n_blocks,
     m_blocks, splits (> 1: a k-split and the reduce kernel), stages_per_split, smem_bytes), or
-    None where another kernel runs it (not sm_90, M outside 17..256, a split_k override, or a
-    build without sm_90a code).
+    None where another kernel runs it (not sm_90, M outside 17..1024, a split_k override, or
+    a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them.
     """
     return _plan_query("wgmma_plan", M, w, dtype, split_k)
 
 
 def planned_kernel(M: int, w, dtype, split_k: int = 0) -> str:
     """Which CUDA kernel `_cuda` would run an (M, K) x `w` GEMM with on the current GPU:
-    "stream" (M <= 16), "wgmma" (sm_90, M = 17..256) or "tiled"."""
+    "stream" (M <= 16), "wgmma" (sm_90, M = 17..1024) or "tiled"."""
     return _plan_query("planned_kernel", M, w, dtype, split_k)
 
 

@@ -248,32 +248,38 @@ def test_empty_batch_on_gpu(rng):
 FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
 
 WGMMA_CASES = [(M, N, K, block, zp)
-               for M in (17, 33, 64, 65, 128, 130, 256)
+               for M in (17, 33, 64, 65, 128, 130, 256, 300, 1000)
                for N, K, block, zp in [(200, 1000, 32, "packed"), (520, 4100, 128, "none"),
                                        (130, 200, "channel", "float"), (130, 1056, 32, "none"),
                                        (72, 1056, 32, "float"), (136, 4096, 32, "float")]]
-# (N, K) -> (splits, stages per split) where the heuristic splits k, at every M above
-# (ffi/wgmma_kernel.cu wgmma_splits, ChooseSplits on an H200: 132 SMs). K = 4100, groups of
+# (N, K) -> (splits, stages per split) where the heuristic splits k, at every M up to 300
+# (ffi/wgmma_plan.h plan_wgmma_grid, ChooseSplits on an H200: 132 SMs). K = 4100, groups of
 # 128: 66 stages of 64 of k, at most 66 // 8 = 8 splits; 5 column blocks (10 tiles) fill one
 # wave at any S <= 16, so cost = ceil(66 / S) + 4 (+ 12 for the reduce) is least at S = 8
 # (9 stages each, the last 66 - 63 = 3). K = 4096, groups of 32: 64 stages, S = 8 of 8. The
 # others have at most 17 stages, so at most 2 splits: one costs stages + 4, two
-# ceil(stages / 2) + 16, more.
+# ceil(stages / 2) + 16, more. Past 256 rows there are ceil(M / 256) row blocks: at M = 1000
+# (four, the last of 232 rows) K = 4100 has 20 blocks and a workspace of 7 splits (2^22
+# floats // (1000 x 576)), and S = 6 (11 stages) fills one wave for 11 + 4 + 12 = 27, where
+# S = 7 takes two, 2 x 14 + 12 = 40.
 WGMMA_SPLITS = {(520, 4100): (8, 9), (136, 4096): (8, 8)}
+WGMMA_SPLITS_M1000 = {(520, 4100): (6, 11), (136, 4096): (8, 8)}
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("M, N, K, block, zp", WGMMA_CASES)
 def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, block, zp, dtype):
-    """The Hopper wgmma kernel (M = 17..256 on sm_90; docs/design/wgmma.md): block rows of
-    32, 64, 128 and 256 with M across each edge, ragged N (an idle second warpgroup at N = 130
-    and 520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last
-    stage of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every zero-point kind, 128
-    and per-channel, a bias. K = 4100 and 4096 over a few column blocks take the k-split
-    (8 splits by the heuristic; 4100's last split has 3 stages, fewer than the ring's
-    prefetch), the others one split; ops.wgmma_plan asserts the grid (rows, blocks, splits).
-    Against the oracle and bitwise reproducible; the tiled kernel, forced on the same
-    operands, against the oracle too (both paths stay reachable).
+    """The Hopper wgmma kernel (M = 17..1024 on sm_90; docs/design/wgmma.md): block rows of
+    32, 64, 128 and 256 with M across each edge, two and four 256-row blocks (M = 300, and
+    1000 with a last block of 232 rows), ragged N (an idle second warpgroup at N = 130 and
+    520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last stage
+    of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every
+    zero-point kind, 128 and per-channel, a bias. K = 4100 and 4096 over a few column blocks
+    take the k-split (8 splits by the heuristic, 6 for K = 4100 at M = 1000; 4100's last
+    split has 3 stages at 8, fewer than the ring's prefetch), the others one split;
+    ops.wgmma_plan asserts the grid (rows, blocks, splits). Against the oracle and bitwise
+    reproducible; the tiled kernel, forced on the same operands, against the oracle too
+    (both paths stay reachable).
     """
     act = HALF[dtype]
     if block == "channel":
@@ -290,10 +296,12 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     plan = ops.wgmma_plan(M, w, act)
     k_pad = -(-K // block) * block
     stages = -(-k_pad // 64)
-    splits, per_split = WGMMA_SPLITS.get((N, K), (1, stages))
+    splits, per_split = (WGMMA_SPLITS_M1000 if M == 1000 else WGMMA_SPLITS).get((N, K),
+                                                                                (1, stages))
     assert plan is not None, plan
-    assert plan["rows"] == next(r for r in (32, 64, 128, 256) if M <= r), plan
-    assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), 1), plan
+    rows = next((r for r in (32, 64, 128, 256) if M <= r), 256)
+    assert plan["rows"] == rows, plan
+    assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), -(-M // rows)), plan
     assert (plan["splits"], plan["stages_per_split"]) == (splits, per_split), plan
     assert 0 < plan["smem_bytes"] <= 227 * 1024, plan
     assert ops.wgmma_plan(M, w, act, FORCE_TILED_KERNEL) is None
@@ -314,7 +322,7 @@ def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
     off sm_90 or without the sm_90a build), never for a split_k override."""
     w = make_case(rng, N=200, K=512, block_size=64, zp="packed",
                   scale_dtype=np.float16).prepare()
-    for M in (1, 16, 17, 256, 257):
+    for M in (1, 16, 17, 256, 257, 1024, 1025):
         for split_k in (0, 2, FORCE_TILED_KERNEL):
             plan = ops.wgmma_plan(M, w, np.float16, split_k)
             assert (plan is not None) == (ops.planned_kernel(M, w, np.float16, split_k) ==

@@ -18,7 +18,7 @@ from jax_marlin import _layout, _shapes
 DEVICES = {"h200": (132, 232448), "h100_pcie": (114, 232448), "small": (16, 232448)}
 SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 14336), (14336, 4096),
           (1000, 200), (4100, 520), (4096, 136), (72, 37), (65536, 131072)]
-MS = [17, 32, 33, 64, 65, 128, 129, 200, 256]
+MS = [17, 32, 33, 64, 65, 128, 129, 200, 256, 257, 300, 512, 1000, 1024]
 GROUPS = [32, 64, 128, "channel"]
 
 
@@ -62,9 +62,9 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
         rows, n_blocks, m_blocks, splits, per_split, smem = got
         n_pad = _layout.n_pad(N)
         stages = -(-(-(-K // block) * block // 16) // 4)
-        # One row block of the smallest wgmma N that holds M; two tiles a block.
-        assert rows == min(r for r in (32, 64, 128, 256) if r >= M), (case, got)
-        assert m_blocks == 1 and n_blocks == -(-(n_pad // 64) // 2), (case, got)
+        # The smallest wgmma N that holds M, else 256-row blocks; two tiles a block.
+        assert rows == min([r for r in (32, 64, 128) if r >= M] + [256]), (case, got)
+        assert m_blocks == -(-M // rows) and n_blocks == -(-(n_pad // 64) // 2), (case, got)
         # The ring (6 stages of rows x 128 B + 5 KB, + 1 KB of alignment) fits the block.
         assert smem == 6 * (rows * 128 + 5120) + 1024 <= SMEM_LIMIT, (case, got)
         # No empty split, every stage in one, the partials inside the workspace.
@@ -73,7 +73,8 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
             assert splits * M * n_pad <= workspace and per_split >= MIN_STAGES, (case, got)
         max_splits = min(workspace // (M * n_pad), stages // MIN_STAGES, MAX_SPLITS)
         slots = sms * (2 if rows <= 64 else 1)
-        want = _model_splits(n_blocks, stages, max_splits, slots) if max_splits > 1 else 1
+        want = (_model_splits(n_blocks * m_blocks, stages, max_splits, slots)
+                if max_splits > 1 else 1)
         assert splits == want, (case, got, want)
 
 
