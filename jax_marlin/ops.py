@@ -70,10 +70,11 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 # From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
 # instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
 DENSE_FROM_M = 256
-# Except on Hopper, where impl="auto" takes the wgmma kernel up to WGMMA_MAX_M: it
-# beat the dense path at M = 256 (session 7 call 3, docs/perf/NOTES.md). The kernel
-# itself runs to ffi/wgmma_kernel.h kWgmmaMaxM = 1024 (impl="fused").
-WGMMA_MAX_M = 256
+# Except on Hopper, where impl="auto" takes the wgmma kernel (ffi/wgmma_kernel.h) up to
+# its own limit: it beat the dense path at every M from 256 to 1024 on the four large
+# benchmark shapes but one tie (4096 x 14336 at M = 1024; session 9 calls 1-2 in
+# docs/perf/NOTES.md), and past 1024 rows it would need a second kernel.
+WGMMA_MAX_M = 1024
 
 
 def _weights(codes, scales, zero_points, params) -> MarlinWeights:
