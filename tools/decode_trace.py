@@ -7,7 +7,7 @@ generate call of the fp16 model and one of the 4-bit model with ``jax.profiler``
 (CUPTI: device-side kernel timestamps, which the device machine has where it has no
 Nsight Systems), and prints for each: the GPU span of the timed call, the time
 kernels ran, the idle time between them, and the kernels that took the most time,
-grouped by name. The decode example's 1.84x at batch 1 sits on top of ~300 us a
+grouped by name. The decode example's 1.88x at batch 1 sits on top of ~300 us a
 token, four GEMMs a layer (docs/perf/NOTES.md): this says how much of it is GEMM,
 how much the other kernels, and how much no kernel at all.
 """
