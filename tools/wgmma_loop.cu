@@ -14,6 +14,15 @@
 //               and the barrier
 //   pair        the fence and barrier every second stage only (what a ring
 //               refilled two stages at a time would need)
+//   mma-only    the MMAs alone, on registers set once (the rate probe's loop,
+//               tools/wgmma_rate.cu, in this kernel's blocks and grid)
+//   mma-barrier the MMAs and the fence and barrier
+//   mma-loads   the MMAs and the six shared loads (folded, not used as A)
+//   prefetch    full, with each stage's six shared loads issued one stage
+//               early (after the previous stage's barrier), so that neither
+//               the dequantization nor the MMAs wait for their latency
+// no-dequant is the MMAs with both; the differences say which of the two
+// keeps the MMAs alone (~55 us at 64 rows in session 9) from the pipe's rate.
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
 // The ring holds pseudo-random finite values (tools/probe_common.cuh), not zeros:
 // codes, scales and zero points, and activations, as a real stage would.
@@ -33,8 +42,12 @@
 namespace jax_marlin {
 namespace {
 
-enum Mode { kFull, kNoBarrier, kNoMma, kNoDequant, kPairBarrier };
-const char* const kModeNames[] = {"full", "no-barrier", "no-mma", "no-dequant", "pair"};
+enum Mode {
+  kFull, kNoBarrier, kNoMma, kNoDequant, kPairBarrier, kMmaOnly, kMmaBarrier, kMmaLoads, kPrefetch
+};
+const char* const kModeNames[] = {"full",     "no-barrier",  "no-mma",   "no-dequant",
+                                  "pair",     "mma-only",    "mma-barrier", "mma-loads",
+                                  "prefetch"};
 
 template <int kRows, int kMode>
 __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
@@ -64,20 +77,53 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   uint32_t folded = 0;
   int read_slot = 0;
 
+  // A stage's six shared loads: four code words and the group's scale and
+  // zero-point words.
+  struct Words {
+    uint32_t word[kWgStageUnits], scale_pair, zp_pair;
+  };
+  auto load_words = [&](uint32_t base) {
+    Words w;
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) w.word[u] = lds_32(base + code_read + u * kWgUnitBytes);
+    w.scale_pair = lds_32(base + words_read + 16 * g + 4 * wg_warp);
+    w.zp_pair = lds_32(base + words_read + 128 + 4 * g) >> (8 * wg_warp);
+    return w;
+  };
+  Words next{};
+  if constexpr (kMode == kPrefetch) next = load_words(smem_base);
+
+  constexpr bool kBarrier = kMode != kNoBarrier && kMode != kMmaOnly && kMode != kMmaLoads;
+  constexpr bool kLoads = kMode != kMmaOnly && kMode != kMmaBarrier;
+  constexpr bool kFixedA = kMode == kMmaOnly || kMode == kMmaBarrier || kMode == kMmaLoads;
   auto stage = [&](uint32_t (&frag)[kWgStageUnits][4], bool even) {
-    if (kMode != kNoBarrier && (kMode != kPairBarrier || even)) {
+    if (kBarrier && (kMode != kPairBarrier || even)) {
       fence_proxy_async_shared();
       __syncthreads();
     }
     const uint32_t base = smem_base + read_slot * Cfg::kStageBytes;
     read_slot = read_slot + 1 == kWgStages ? 0 : read_slot + 1;
-    uint32_t word[kWgStageUnits];
+    if constexpr (!kLoads) {
+      wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
+      return;
+    }
+    uint32_t word[kWgStageUnits], scale_pair, zp_pair;
+    if constexpr (kMode == kPrefetch) {
 #pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) word[u] = lds_32(base + code_read + u * kWgUnitBytes);
-    const uint32_t words = base + words_read;
-    const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
-    const uint32_t zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
-    if constexpr (kMode == kNoDequant) {
+      for (int u = 0; u < kWgStageUnits; ++u) word[u] = next.word[u];
+      scale_pair = next.scale_pair;
+      zp_pair = next.zp_pair;
+      next = load_words(smem_base + read_slot * Cfg::kStageBytes);  // the next stage's
+    } else {
+      const Words now = load_words(base);
+#pragma unroll
+      for (int u = 0; u < kWgStageUnits; ++u) word[u] = now.word[u];
+      scale_pair = now.scale_pair;
+      zp_pair = now.zp_pair;
+    }
+    if constexpr (kFixedA) {
+      folded ^= scale_pair ^ zp_pair ^ word[0] ^ word[1] ^ word[2] ^ word[3];
+    } else if constexpr (kMode == kNoDequant) {
       // Finite fp16 pairs either way (probe_word's exponents); the group words
       // are folded in so that their loads stay.
       folded ^= scale_pair ^ zp_pair;
@@ -109,6 +155,13 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 
   // Stage pairs with two register sets, as the kernel runs them.
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
+  if constexpr (kFixedA) {
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        frag_even[u][r] = frag_odd[u][r] = probe_word(16 * tid + 4 * u + r + 99991);
+  }
   for (int s = 0; s + 1 < n_stages; s += 2) {
     stage(frag_even, true);
     stage(frag_odd, false);
@@ -145,6 +198,10 @@ void sweep(int sms, uint32_t* sink) {
     measure<kRows, kNoMma>(blocks, 128, sink);
     measure<kRows, kNoDequant>(blocks, 128, sink);
     measure<kRows, kPairBarrier>(blocks, 128, sink);
+    measure<kRows, kMmaOnly>(blocks, 128, sink);
+    measure<kRows, kMmaBarrier>(blocks, 128, sink);
+    measure<kRows, kMmaLoads>(blocks, 128, sink);
+    measure<kRows, kPrefetch>(blocks, 128, sink);
   }
 }
 
