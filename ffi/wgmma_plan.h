@@ -21,8 +21,7 @@ constexpr int kWgThreads = 256;          // two warpgroups
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
-constexpr int kWgPrefetch = 4;           // stages in flight ahead of the one computed
-constexpr int kWgStages = kWgPrefetch + 2;  // + the one computed + the one whose wgmmas run
+constexpr int kWgPrefetch = 4;  // stages copied ahead of the ones a stage reads
 constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
 constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
 constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
@@ -40,8 +39,23 @@ struct WgmmaConfig {
   static constexpr int kActBytes = kRows * 128;
   static constexpr int kStageBytes = kActBytes + kWgCodesBytes + kWgWordsBytes;
   static_assert(kStageBytes % 1024 == 0, "stages must keep the 1024-byte alignment");
+  // Up to 128 rows a stage's shared loads (its code words and group words) are
+  // issued a stage early, during the stage before, so that its dequantization
+  // does not wait on their latency: each warp's barrier -> loads ->
+  // dequantization -> MMA chain is what idles the tensor pipe there (session 9's
+  // loop probe at 64 rows: 68.0 -> 63.1 us). Stage s + 1 must then have landed
+  // by stage s's barrier, so one stage more is copied ahead and the ring keeps
+  // a seventh slot. At 256 rows the pipe is the wall and the slot would not fit.
+  static constexpr bool kEarlyLoads = kRows <= 128;
+  // Stages that have landed at a stage's barrier: the one computed (and the
+  // next, whose loads it issues).
+  static constexpr int kLanded = kEarlyLoads ? 2 : 1;
+  // Stages copied ahead of the one computed.
+  static constexpr int kLead = kWgPrefetch + kLanded - 1;
+  // The ring: + the one computed + the one whose wgmmas may still run.
+  static constexpr int kStages = kLead + 2;
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
-  static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
 
