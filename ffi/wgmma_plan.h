@@ -58,6 +58,12 @@ struct WgmmaConfig {
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
+static_assert(WgmmaConfig<128>::kSmemBytes <= 227 * 1024, "the 128-row ring fits an sm_90 block");
+// Two blocks an SM at <= 64 rows (the launch bounds cap registers for two): 228 KB
+// an SM, 1 KB of it the driver's per block.
+static_assert(2 * (WgmmaConfig<64>::kSmemBytes + 1024) <= 228 * 1024 &&
+                  2 * (WgmmaConfig<32>::kSmemBytes + 1024) <= 228 * 1024,
+              "two 64-row blocks share an sm_90 SM");
 
 // The launch bounds' minimum blocks an SM, which the k-split heuristic also
 // counts as resident: one definition, so the two cannot disagree.

@@ -11,7 +11,8 @@
 //   no-barrier  without the fence and __syncthreads
 //   no-mma      dequantization only (its results xor-folded, so nothing is dead)
 //   no-dequant  the MMAs on the code words as A registers, with all six loads
-//               and the barrier
+//               and the barrier (approximate since the loads moved a stage
+//               early: ptxas injects warpgroup.arrive around its MMAs, C7519)
 //   pair        the fence and barrier every second stage only (what a ring
 //               refilled two stages at a time would need)
 //   mma-only    the MMAs alone, on registers set once (the rate probe's loop,
@@ -22,7 +23,8 @@
 //               its barrier: the kernel before session 10, and at 256 rows
 //               still (every other mode with loads issues them a stage early
 //               where the kernel does, WgmmaConfig::kEarlyLoads; session 9
-//               measured this as full and the early loads as "prefetch")
+//               measured this as full and the early loads as "prefetch"; the
+//               ring here has the new seven slots, not six)
 // no-dequant is the MMAs with both; the differences say which of the two
 // keeps the MMAs alone (~55 us at 64 rows in session 9) from the pipe's rate.
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
