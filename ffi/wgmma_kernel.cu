@@ -217,11 +217,13 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 
   // The ring: Cfg::kLead stages copied ahead of the one computed, and the
   // wgmmas of one stage still running while the next is dequantized (one
-  // wgmma commit group per stage, wait_group 1). So at iteration s the slot
-  // refilled is stage s - 2's: every warp waited for that stage's wgmmas at
-  // the end of iteration s - 1, before this iteration's barrier (and, with
-  // early loads, read its words in iteration s - 3).
-  static_assert(Cfg::kStages == Cfg::kLead + 2, "the refilled slot is stage s - 2's");
+  // wgmma commit group per stage, wait_group 1). So at a barrier before stage
+  // s the slots refilled are stage s - 2's (and, with two stages a barrier,
+  // s - 3's): every warp waited for their wgmmas by the end of stage s - 1,
+  // before this barrier, and (with early loads) read their words by stage
+  // s - 3. One cp.async group a stage, empty ones past the end.
+  static_assert(Cfg::kStages == Cfg::kLead + Cfg::kStagesPerBarrier + 1,
+                "the slots refilled at a barrier before stage s are stage s - 2's (and s - 3's)");
 #pragma unroll
   for (int s = 0; s < Cfg::kLead; ++s) {
     if (s < n_stages) load_stage(s_first + s, s);
@@ -278,16 +280,21 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
     next_words = load_words(stage_at(0));
   }
 
-  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
-    // Stage s (and with early loads s + 1) has landed for this thread; the
-    // fence hands its writes to the async proxy (wgmma reads the activations
-    // there), the barrier to all.
-    cp_async_wait<Cfg::kLead - Cfg::kLanded>();
-    fence_proxy_async_shared();
-    __syncthreads();
-    if (s + Cfg::kLead < n_stages) load_stage(s_first + s + Cfg::kLead, fill_slot);
-    cp_async_commit();
-    fill_slot = next_slot(fill_slot);
+  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4], bool barrier) {
+    if (barrier) {
+      // Stages s .. s + kLanded - 1 have landed for this thread; the fence
+      // hands their writes to the async proxy (wgmma reads the activations
+      // there), the barrier to all. Then the slots every warp is done with.
+      cp_async_wait<Cfg::kInFlight>();
+      fence_proxy_async_shared();
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < Cfg::kStagesPerBarrier; ++i) {
+        if (s + Cfg::kLead + i < n_stages) load_stage(s_first + s + Cfg::kLead + i, fill_slot);
+        cp_async_commit();
+        fill_slot = next_slot(fill_slot);
+      }
+    }
 
     const uint32_t base = stage_at(read_slot);
     read_slot = next_slot(read_slot);
@@ -325,10 +332,10 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
   int s = 0;
   for (; s + 1 < n_stages; s += 2) {
-    compute_stage(s, frag_even);
-    compute_stage(s + 1, frag_odd);
+    compute_stage(s, frag_even, true);
+    compute_stage(s + 1, frag_odd, Cfg::kStagesPerBarrier == 1);
   }
-  if (s < n_stages) compute_stage(s, frag_even);
+  if (s < n_stages) compute_stage(s, frag_even, true);
   wgmma_wait<0>();
   cp_async_wait<0>();
 

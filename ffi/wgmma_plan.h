@@ -22,6 +22,9 @@ constexpr int kWgTiles = 2;              // 64-column tiles per block, one per w
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
 constexpr int kWgPrefetch = 4;  // stages copied ahead of the ones a stage reads
+#ifndef JAX_MARLIN_WGMMA_STAGES_PER_BARRIER
+#define JAX_MARLIN_WGMMA_STAGES_PER_BARRIER 1
+#endif
 constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
 constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
 constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
@@ -47,13 +50,22 @@ struct WgmmaConfig {
   // by stage s's barrier, so one stage more is copied ahead and the ring keeps
   // a seventh slot. At 256 rows the pipe is the wall and the slot would not fit.
   static constexpr bool kEarlyLoads = kRows <= 128;
-  // Stages that have landed at a stage's barrier: the one computed (and the
-  // next, whose loads it issues).
-  static constexpr int kLanded = kEarlyLoads ? 2 : 1;
-  // Stages copied ahead of the one computed.
-  static constexpr int kLead = kWgPrefetch + kLanded - 1;
-  // The ring: + the one computed + the one whose wgmmas may still run.
-  static constexpr int kStages = kLead + 2;
+  // Stages computed between two barriers: 1, or 2 up to 128 rows with
+  // -DJAX_MARLIN_WGMMA_STAGES_PER_BARRIER=2 (a measurement knob: the loop
+  // probe's `pair` mode took 68.0 -> 64.2 us at 64 rows in session 9, before
+  // the early loads). A barrier then refills that many slots at once.
+  static constexpr int kStagesPerBarrier = kRows <= 128 ? JAX_MARLIN_WGMMA_STAGES_PER_BARRIER : 1;
+  static_assert(kStagesPerBarrier == 1 || kStagesPerBarrier == 2, "one or two stages a barrier");
+  // Stages that have landed at a barrier: those computed before the next one
+  // (and, with early loads, the one after them, whose words the last loads).
+  static constexpr int kLanded = kStagesPerBarrier + (kEarlyLoads ? 1 : 0);
+  // Stages still in flight at a barrier's wait: kWgPrefetch - 1, one fewer
+  // with two stages a barrier (else two 64-row blocks' rings would not fit).
+  static constexpr int kInFlight = kWgPrefetch - kStagesPerBarrier;
+  // Stages copied ahead (the prologue's).
+  static constexpr int kLead = kInFlight + kLanded;
+  // The ring: + the stages a barrier refills + the one whose wgmmas may still run.
+  static constexpr int kStages = kLead + kStagesPerBarrier + 1;
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;
 };
