@@ -48,7 +48,8 @@ struct WgmmaConfig {
   // dequantization -> MMA chain is what idles the tensor pipe there (session 9's
   // loop probe at 64 rows: 68.0 -> 63.1 us). Stage s + 1 must then have landed
   // by stage s's barrier, so one stage more is copied ahead and the ring keeps
-  // a seventh slot. At 256 rows the pipe is the wall and the slot would not fit.
+  // one slot more (seven; eight with two stages a barrier, below). At 256 rows
+  // the pipe is the wall and the slot would not fit.
   static constexpr bool kEarlyLoads = kRows <= 128;
   // Stages computed between two barriers: 1, or 2 up to 128 rows with
   // -DJAX_MARLIN_WGMMA_STAGES_PER_BARRIER=2 (a measurement knob: the loop
