@@ -215,34 +215,53 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
 
-  // The ring: kWgPrefetch stages in flight ahead of the one computed, and the
+  // The ring: Cfg::kLead stages copied ahead of the one computed, and the
   // wgmmas of one stage still running while the next is dequantized (one
-  // wgmma commit group per stage, wait_group 1). So at iteration s the slot
-  // refilled is stage s - 2's: every warp waited for that stage's wgmmas at
-  // the end of iteration s - 1, before this iteration's barrier.
-  static_assert(kWgStages == kWgPrefetch + 2, "the refilled slot is stage s - 2's");
+  // wgmma commit group per stage, wait_group 1). So at a barrier before stage
+  // s the slots refilled are stage s - 2's (and, with two stages a barrier,
+  // s - 3's): every warp waited for their wgmmas by the end of stage s - 1,
+  // before this barrier, and (with early loads) read their words by stage
+  // s - 3. One cp.async group a stage, empty ones past the end.
+  static_assert(Cfg::kStages == Cfg::kLead + Cfg::kStagesPerBarrier + 1,
+                "the slots refilled at a barrier before stage s are stage s - 2's (and s - 3's)");
 #pragma unroll
-  for (int s = 0; s < kWgPrefetch; ++s) {
+  for (int s = 0; s < Cfg::kLead; ++s) {
     if (s < n_stages) load_stage(s_first + s, s);
     cp_async_commit();  // (empty groups past the end keep the count)
   }
 
-  // A stage's group constants: its first group (units 0-3, or 0-1 for
-  // groups of 32) and, for groups of 32, its second (units 2-3). Lane group
-  // g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the 16
-  // bytes at 16 g of a group's words, its packed zero points word g (nibble
+  // A stage's shared loads: the lane's code word of each unit (word wg_warp
+  // of its 16 bytes of a unit: columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1,
+  // 2q + 8, 2q + 9) and its group words: its first group (units 0-3, or 0-1
+  // for groups of 32) and, for groups of 32, its second (units 2-3). Lane
+  // group g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the
+  // 16 bytes at 16 g of a group's words, its packed zero points word g (nibble
   // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
   // wg_warp only: that pair is moved to position 0, so the constants are
   // indexed statically (a runtime index puts them in local memory).
-  auto group_constants = [&](GroupConstants& gc, uint32_t words) {
-    const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
-    uint32_t zp_pair = 0, offset_pair = 0;
-    if constexpr (kZP == ZeroPointKind::kPacked4)
-      zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
-    if constexpr (kZP == ZeroPointKind::kOffset)
-      offset_pair = lds_32(words + 128 + 16 * g + 4 * wg_warp);
-    make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
-                                 make_uint4(offset_pair, 0, 0, 0));
+  constexpr int kGroups = kTwoGroups ? 2 : 1;
+  struct StageWords {
+    uint32_t code[kWgStageUnits];
+    uint32_t scale_pair[kGroups], zp_pair[kGroups], offset_pair[kGroups];
+  };
+  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
+                             wg_warp * 4;
+  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
+  auto load_words = [&](uint32_t base) {
+    StageWords w;
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) w.code[u] = lds_32(base + code_read + u * kWgUnitBytes);
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i) {
+      const uint32_t words = base + words_read + i * kWgTiles * kWgGroupWordBytes;
+      w.scale_pair[i] = lds_32(words + 16 * g + 4 * wg_warp);
+      w.zp_pair[i] = w.offset_pair[i] = 0;
+      if constexpr (kZP == ZeroPointKind::kPacked4)
+        w.zp_pair[i] = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
+      if constexpr (kZP == ZeroPointKind::kOffset)
+        w.offset_pair[i] = lds_32(words + 128 + 16 * g + 4 * wg_warp);
+    }
+    return w;
   };
 
   // One stage, its A registers in `frag` (two sets, alternating by stage, so
@@ -250,39 +269,52 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   // kt_total (the last stage of a k_pad not a multiple of 64) multiply
   // zero-filled activations and zero scales.
   // The slots read and refilled advance by one a stage, wrapping: counters,
-  // not s % kWgStages and a recomputed base every stage.
-  int read_slot = 0, fill_slot = kWgPrefetch;
-  auto next_slot = [](int slot) { return slot + 1 == kWgStages ? 0 : slot + 1; };
-  // This lane's code word within a stage: word wg_warp of its 16 bytes of a
-  // unit (columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1, 2q + 8, 2q + 9).
-  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
-                             wg_warp * 4;
-  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
-
-  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
-    // Stage s has landed for this thread; the fence hands its writes to the
-    // async proxy (wgmma reads the activations there), the barrier to all.
-    cp_async_wait<kWgPrefetch - 1>();
-    fence_proxy_async_shared();
+  // not s % Cfg::kStages and a recomputed base every stage.
+  int read_slot = 0, fill_slot = Cfg::kLead;
+  auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
+  // With early loads, the words of the stage computed next (stage 0's first).
+  StageWords next_words{};
+  if constexpr (Cfg::kEarlyLoads) {
+    cp_async_wait<Cfg::kLead - 1>();
     __syncthreads();
-    if (s + kWgPrefetch < n_stages) load_stage(s_first + s + kWgPrefetch, fill_slot);
-    cp_async_commit();
-    fill_slot = next_slot(fill_slot);
+    next_words = load_words(stage_at(0));
+  }
+
+  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4], bool barrier) {
+    if (barrier) {
+      // Stages s .. s + kLanded - 1 have landed for this thread; the fence
+      // hands their writes to the async proxy (wgmma reads the activations
+      // there), the barrier to all. Then the slots every warp is done with.
+      cp_async_wait<Cfg::kInFlight>();
+      fence_proxy_async_shared();
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < Cfg::kStagesPerBarrier; ++i) {
+        if (s + Cfg::kLead + i < n_stages) load_stage(s_first + s + Cfg::kLead + i, fill_slot);
+        cp_async_commit();
+        fill_slot = next_slot(fill_slot);
+      }
+    }
 
     const uint32_t base = stage_at(read_slot);
     read_slot = next_slot(read_slot);
-    // All four code words first.
-    uint32_t word[kWgStageUnits];
+    StageWords w;
+    if constexpr (Cfg::kEarlyLoads) {
+      w = next_words;
+      // Stage s + 1's words (past the last stage: a slot's stale bytes, unused).
+      next_words = load_words(stage_at(read_slot));
+    } else {
+      w = load_words(base);
+    }
+    GroupConstants gc[kGroups];
 #pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) word[u] = lds_32(base + code_read + u * kWgUnitBytes);
-    const uint32_t words = base + words_read;
-    GroupConstants gc[kTwoGroups ? 2 : 1];
-    group_constants(gc[0], words);
-    if constexpr (kTwoGroups) group_constants(gc[1], words + kWgTiles * kWgGroupWordBytes);
+    for (int i = 0; i < kGroups; ++i)
+      make_group_constants<T, kZP>(gc[i], make_uint4(w.scale_pair[i], 0, 0, 0), w.zp_pair[i],
+                                   make_uint4(w.offset_pair[i], 0, 0, 0));
 #pragma unroll
     for (int u = 0; u < kWgStageUnits; ++u) {
       uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
-      dequant_word<T, kZP>(word[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
+      dequant_word<T, kZP>(w.code[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
       // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
       frag[u][0] = col_lo[0];
       frag[u][1] = col_hi[0];
@@ -300,10 +332,10 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
   int s = 0;
   for (; s + 1 < n_stages; s += 2) {
-    compute_stage(s, frag_even);
-    compute_stage(s + 1, frag_odd);
+    compute_stage(s, frag_even, true);
+    compute_stage(s + 1, frag_odd, Cfg::kStagesPerBarrier == 1);
   }
-  if (s < n_stages) compute_stage(s, frag_even);
+  if (s < n_stages) compute_stage(s, frag_even, true);
   wgmma_wait<0>();
   cp_async_wait<0>();
 

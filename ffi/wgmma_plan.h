@@ -21,8 +21,10 @@ constexpr int kWgThreads = 256;          // two warpgroups
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
-constexpr int kWgPrefetch = 4;           // stages in flight ahead of the one computed
-constexpr int kWgStages = kWgPrefetch + 2;  // + the one computed + the one whose wgmmas run
+constexpr int kWgPrefetch = 4;  // stages copied ahead of the ones a stage reads
+#ifndef JAX_MARLIN_WGMMA_STAGES_PER_BARRIER
+#define JAX_MARLIN_WGMMA_STAGES_PER_BARRIER 1
+#endif
 constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
 constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
 constexpr int kWgMaxGroups = kWgStageK / 32;  // groups of >= 32: at most 2 a stage
@@ -40,10 +42,41 @@ struct WgmmaConfig {
   static constexpr int kActBytes = kRows * 128;
   static constexpr int kStageBytes = kActBytes + kWgCodesBytes + kWgWordsBytes;
   static_assert(kStageBytes % 1024 == 0, "stages must keep the 1024-byte alignment");
+  // Up to 128 rows a stage's shared loads (its code words and group words) are
+  // issued a stage early, during the stage before, so that its dequantization
+  // does not wait on their latency: each warp's barrier -> loads ->
+  // dequantization -> MMA chain is what idles the tensor pipe there (session 9's
+  // loop probe at 64 rows: 68.0 -> 63.1 us). Stage s + 1 must then have landed
+  // by stage s's barrier, so one stage more is copied ahead and the ring keeps
+  // one slot more (seven; eight with two stages a barrier, below). At 256 rows
+  // the pipe is the wall and the slot would not fit.
+  static constexpr bool kEarlyLoads = kRows <= 128;
+  // Stages computed between two barriers: 1, or 2 up to 128 rows with
+  // -DJAX_MARLIN_WGMMA_STAGES_PER_BARRIER=2 (a measurement knob: the loop
+  // probe's `pair` mode took 68.0 -> 64.2 us at 64 rows in session 9, before
+  // the early loads). A barrier then refills that many slots at once.
+  static constexpr int kStagesPerBarrier = kRows <= 128 ? JAX_MARLIN_WGMMA_STAGES_PER_BARRIER : 1;
+  static_assert(kStagesPerBarrier == 1 || kStagesPerBarrier == 2, "one or two stages a barrier");
+  // Stages that have landed at a barrier: those computed before the next one
+  // (and, with early loads, the one after them, whose words the last loads).
+  static constexpr int kLanded = kStagesPerBarrier + (kEarlyLoads ? 1 : 0);
+  // Stages still in flight at a barrier's wait: kWgPrefetch - 1, one fewer
+  // with two stages a barrier (else two 64-row blocks' rings would not fit).
+  static constexpr int kInFlight = kWgPrefetch - kStagesPerBarrier;
+  // Stages copied ahead (the prologue's).
+  static constexpr int kLead = kInFlight + kLanded;
+  // The ring: + the stages a barrier refills + the one whose wgmmas may still run.
+  static constexpr int kStages = kLead + kStagesPerBarrier + 1;
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
-  static constexpr int kSmemBytes = kWgStages * kStageBytes + 1024;
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
+static_assert(WgmmaConfig<128>::kSmemBytes <= 227 * 1024, "the 128-row ring fits an sm_90 block");
+// Two blocks an SM at <= 64 rows (the launch bounds cap registers for two): 228 KB
+// an SM, 1 KB of it the driver's per block.
+static_assert(2 * (WgmmaConfig<64>::kSmemBytes + 1024) <= 228 * 1024 &&
+                  2 * (WgmmaConfig<32>::kSmemBytes + 1024) <= 228 * 1024,
+              "two 64-row blocks share an sm_90 SM");
 
 // The launch bounds' minimum blocks an SM, which the k-split heuristic also
 // counts as resident: one definition, so the two cannot disagree.

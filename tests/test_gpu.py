@@ -249,7 +249,8 @@ FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
 
 WGMMA_CASES = [(M, N, K, block, zp)
                for M in (17, 33, 64, 65, 128, 130, 256, 300, 1000)
-               for N, K, block, zp in [(200, 1000, 32, "packed"), (520, 4100, 128, "none"),
+               for N, K, block, zp in [(200, 1000, 32, "packed"), (200, 384, 64, "packed"),
+                                       (520, 4100, 128, "none"),
                                        (130, 200, "channel", "float"), (130, 1056, 32, "none"),
                                        (72, 1056, 32, "float"), (136, 4096, 32, "float")]]
 # (N, K) -> (splits, stages per split) where the heuristic splits k, at every M up to 300

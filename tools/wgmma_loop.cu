@@ -11,16 +11,20 @@
 //   no-barrier  without the fence and __syncthreads
 //   no-mma      dequantization only (its results xor-folded, so nothing is dead)
 //   no-dequant  the MMAs on the code words as A registers, with all six loads
-//               and the barrier
+//               and the barrier (approximate since the loads moved a stage
+//               early: ptxas injects warpgroup.arrive around its MMAs, C7519)
 //   pair        the fence and barrier every second stage only (what a ring
 //               refilled two stages at a time would need)
 //   mma-only    the MMAs alone, on registers set once (the rate probe's loop,
 //               tools/wgmma_rate.cu, in this kernel's blocks and grid)
 //   mma-barrier the MMAs and the fence and barrier
 //   mma-loads   the MMAs and the six shared loads (folded, not used as A)
-//   prefetch    full, with each stage's six shared loads issued one stage
-//               early (after the previous stage's barrier), so that neither
-//               the dequantization nor the MMAs wait for their latency
+//   same-stage  full, with each stage's six shared loads in that stage, after
+//               its barrier: the kernel before session 10, and at 256 rows
+//               still (every other mode with loads issues them a stage early
+//               where the kernel does, WgmmaConfig::kEarlyLoads; session 9
+//               measured this as full and the early loads as "prefetch"; the
+//               ring here has the new seven slots, not six)
 // no-dequant is the MMAs with both; the differences say which of the two
 // keeps the MMAs alone (~55 us at 64 rows in session 9) from the pipe's rate.
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
@@ -43,11 +47,11 @@ namespace jax_marlin {
 namespace {
 
 enum Mode {
-  kFull, kNoBarrier, kNoMma, kNoDequant, kPairBarrier, kMmaOnly, kMmaBarrier, kMmaLoads, kPrefetch
+  kFull, kNoBarrier, kNoMma, kNoDequant, kPairBarrier, kMmaOnly, kMmaBarrier, kMmaLoads, kSameStage
 };
 const char* const kModeNames[] = {"full",     "no-barrier",  "no-mma",   "no-dequant",
                                   "pair",     "mma-only",    "mma-barrier", "mma-loads",
-                                  "prefetch"};
+                                  "same-stage"};
 
 template <int kRows, int kMode>
 __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
@@ -58,7 +62,7 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
   unsigned char* const ring = smem_raw + (smem_base - shared_address(smem_raw));
-  for (int i = threadIdx.x; i < kWgStages * Cfg::kStageBytes / 4; i += kWgThreads)
+  for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kStageBytes / 4; i += kWgThreads)
     reinterpret_cast<uint32_t*>(ring)[i] = probe_word(i);
   fence_proxy_async_shared();
   __syncthreads();
@@ -90,8 +94,10 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
     w.zp_pair = lds_32(base + words_read + 128 + 4 * g) >> (8 * wg_warp);
     return w;
   };
+  constexpr bool kEarly = Cfg::kEarlyLoads && kMode != kSameStage && kMode != kMmaOnly &&
+                         kMode != kMmaBarrier;
   Words next{};
-  if constexpr (kMode == kPrefetch) next = load_words(smem_base);
+  if constexpr (kEarly) next = load_words(smem_base);
 
   constexpr bool kBarrier = kMode != kNoBarrier && kMode != kMmaOnly && kMode != kMmaLoads;
   constexpr bool kLoads = kMode != kMmaOnly && kMode != kMmaBarrier;
@@ -102,13 +108,13 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
       __syncthreads();
     }
     const uint32_t base = smem_base + read_slot * Cfg::kStageBytes;
-    read_slot = read_slot + 1 == kWgStages ? 0 : read_slot + 1;
+    read_slot = read_slot + 1 == Cfg::kStages ? 0 : read_slot + 1;
     if constexpr (!kLoads) {
       wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
       return;
     }
     uint32_t word[kWgStageUnits], scale_pair, zp_pair;
-    if constexpr (kMode == kPrefetch) {
+    if constexpr (kEarly) {
 #pragma unroll
       for (int u = 0; u < kWgStageUnits; ++u) word[u] = next.word[u];
       scale_pair = next.scale_pair;
@@ -201,7 +207,7 @@ void sweep(int sms, uint32_t* sink) {
     measure<kRows, kMmaOnly>(blocks, 128, sink);
     measure<kRows, kMmaBarrier>(blocks, 128, sink);
     measure<kRows, kMmaLoads>(blocks, 128, sink);
-    measure<kRows, kPrefetch>(blocks, 128, sink);
+    measure<kRows, kSameStage>(blocks, 128, sink);
   }
 }
 
