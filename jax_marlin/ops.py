@@ -123,15 +123,33 @@ def _dense_on_gpu(a, codes, scales, zero_points, bias, **params):
 
     The dot's result is ``a``'s dtype, as ``jnp.dot``'s is (cuBLAS accumulates fp16 and
     bf16 in fp32 either way): a float32 [M, N] result and its cast cost up to 7% at M = 512
-    to 4096 on the large shapes (session 8, call 6, docs/perf/NOTES.md).
+    to 4096 on the large shapes (session 8, call 6, docs/perf/NOTES.md). The weight comes
+    from the CUDA dequantization where it applies (4 bits, K % 8 == 0, a half dtype):
+    jax.numpy's unpack and un-permute of the tile layout cost ~240 us on 8192 x 28672,
+    against ~150 us of traffic.
     """
     if a.dtype == jnp.float32:
         return _dense(a, codes, scales, zero_points, bias, **params)
-    weight = dequantize(_weights(codes, scales, zero_points, params), a.dtype)
+    if fused_applies(a.dtype, params["bits"]) and params["K"] % 8 == 0 and a.size:
+        weight = _dequantize_cuda(codes, scales, zero_points, a.dtype, params)
+    else:
+        weight = dequantize(_weights(codes, scales, zero_points, params), a.dtype)
     y = jnp.einsum("...k,nk->...n", a, weight)
     if bias.size:
         y = y + bias.astype(a.dtype)
     return y
+
+
+def _dequantize_cuda(codes, scales, zero_points, dtype, params):
+    """The 4-bit weights as a dense ``[N, K]`` matrix in ``dtype`` (float16 or bfloat16;
+    K % 8 == 0) by the CUDA kernel (ffi/dequant_kernel.cu), in one pass over the tile
+    layout. Bitwise ``weights.dequantize`` for integer zero points, within one rounding
+    for float ones."""
+    call = jax.ffi.ffi_call(_ffi.DEQUANTIZE_CUDA_TARGET,
+                            jax.ShapeDtypeStruct((params["N"], params["K"]), dtype))
+    float_zp = params["zero_point_kind"] == "float"
+    return call(codes, scales.astype(dtype), zero_points.astype(dtype) if float_zp else zero_points,
+                **_ffi_attributes(params))
 
 
 def _ffi_attributes(params):
