@@ -148,12 +148,9 @@ def empty_caches(cfg: Config, batch: int):
                  for _ in range(cfg.layers))
 
 
-def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1):
-    """Greedy decoding of ``steps`` tokens from position 0 with empty caches, in one call.
-
-    ``warmup`` untimed calls (the first compiles), then one timed. Returns tokens/s and
-    the generated tokens ``[batch, steps]``.
-    """
+def generator(model: Decoder, batch: int, steps: int):
+    """A jitted call that greedily decodes ``steps`` tokens from position 0 with empty
+    caches, and its arguments: ``generate(*args)`` returns the tokens ``[batch, steps]``."""
     cfg = model.cfg
     graphdef, state = nnx.split(model)
 
@@ -174,10 +171,19 @@ def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1):
         return out.T
 
     tokens = jax.random.randint(jax.random.key(0), (batch, 1), 0, cfg.vocab, jnp.int32)
+    return generate, (state, tokens)
+
+
+def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1):
+    """Greedy decoding of ``steps`` tokens in one call (``generator``): ``warmup`` untimed
+    calls (the first compiles), then one timed. Returns tokens/s and the generated tokens
+    ``[batch, steps]``.
+    """
+    generate, args = generator(model, batch, steps)
     for _ in range(warmup):
-        jax.block_until_ready(generate(state, tokens))
+        jax.block_until_ready(generate(*args))
     start = time.perf_counter()
-    out = jax.block_until_ready(generate(state, tokens))
+    out = jax.block_until_ready(generate(*args))
     return batch * steps / (time.perf_counter() - start), out
 
 

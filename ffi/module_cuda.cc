@@ -13,6 +13,13 @@
 
 namespace nb = nanobind;
 
+// A planner that could not ask the device (no GPU, a driver error) raises.
+static void RaiseIfFailed(cudaError_t error) {
+  if (error != cudaSuccess) {
+    throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
+  }
+}
+
 NB_MODULE(_cuda, m) {
   m.def("registrations", []() {
     nb::dict targets;
@@ -33,11 +40,8 @@ NB_MODULE(_cuda, m) {
                              int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                              int64_t split_k) {
     const char* kernel = nullptr;
-    if (cudaError_t error = jax_marlin::PlanKernel(M, K, N, block_size, zero_point_kind, bfloat16,
-                                                   workspace_floats, split_k, &kernel);
-        error != cudaSuccess) {
-      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
-    }
+    RaiseIfFailed(jax_marlin::PlanKernel(M, K, N, block_size, zero_point_kind, bfloat16,
+                                         workspace_floats, split_k, &kernel));
     return std::string(kernel);
   });
   // The streaming kernel's grid (None where another kernel would run it).
@@ -46,12 +50,8 @@ NB_MODULE(_cuda, m) {
                           int64_t split_k) -> nb::object {
     bool streams = false;
     jax_marlin::StreamGridInfo info{};
-    if (cudaError_t error = jax_marlin::PlanStreamGrid(M, K, N, block_size, zero_point_kind,
-                                                       bfloat16, workspace_floats, split_k,
-                                                       &streams, &info);
-        error != cudaSuccess) {
-      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
-    }
+    RaiseIfFailed(jax_marlin::PlanStreamGrid(M, K, N, block_size, zero_point_kind, bfloat16,
+                                             workspace_floats, split_k, &streams, &info));
     if (!streams) return nb::none();
     nb::dict plan;
     plan["blocks"] = info.blocks;
@@ -69,12 +69,8 @@ NB_MODULE(_cuda, m) {
                          int64_t split_k) -> nb::object {
     bool wgmma = false;
     jax_marlin::WgmmaGridInfo info{};
-    if (cudaError_t error = jax_marlin::PlanWgmmaGrid(M, K, N, block_size, zero_point_kind,
-                                                      bfloat16, workspace_floats, split_k,
-                                                      &wgmma, &info);
-        error != cudaSuccess) {
-      throw std::runtime_error(std::string("jax_marlin: ") + cudaGetErrorString(error));
-    }
+    RaiseIfFailed(jax_marlin::PlanWgmmaGrid(M, K, N, block_size, zero_point_kind, bfloat16,
+                                            workspace_floats, split_k, &wgmma, &info));
     if (!wgmma) return nb::none();
     nb::dict plan;
     plan["rows"] = info.rows;

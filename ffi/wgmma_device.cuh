@@ -136,5 +136,20 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
 #undef JM_TAIL64
 #undef JM_TAIL128
 
+// One stage's MMAs: a k16 MMA per unit on fresh A registers (+32 B of k, +2
+// in the descriptor's start field, a unit; shared addresses are below 2^18,
+// so the 14-bit field never carries), committed as one group, then a wait
+// until only this group is in flight: the previous stage's A registers and
+// shared slot are free when it returns.
+template <typename T, int kRows, int kUnits>
+__device__ __forceinline__ void wgmma_stage(float (&d)[kRows / 2],
+                                            const uint32_t (&frag)[kUnits][4], uint64_t desc) {
+  wgmma_fence();
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
+  wgmma_commit();
+  wgmma_wait<1>();
+}
+
 }  // namespace
 }  // namespace jax_marlin

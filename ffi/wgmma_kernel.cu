@@ -288,16 +288,9 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
       frag[u][2] = col_lo[1];
       frag[u][3] = col_hi[1];
     }
-    // New A registers: fence, then the stage's four k16 MMAs as one group.
-    // A k16 step is +32 B, +2 in the descriptor's start field (shared
-    // addresses are below 2^18, so the 14-bit field never carries).
-    const uint64_t desc = act_descriptor(base);
-    wgmma_fence();
-#pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
-    wgmma_commit();
-    // Stage s - 1's group is done: its slot and its A registers are free.
-    wgmma_wait<1>();
+    // Stage s - 1's group is done when this returns: its slot and its A
+    // registers are free.
+    wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
   };
 
   // Stages in pairs, the odd one unconditional: with a conditional stage in

@@ -1,4 +1,4 @@
-"""One fused GEMM, a few times, for Nsight Compute.
+"""One GEMM (the fused path unless --impl says otherwise), a few times, for Nsight Compute.
 
     ncu --kernel-name regex:stream_gemm --launch-skip 3 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats \
@@ -22,6 +22,7 @@ def main():
     parser.add_argument("--block", type=int, default=128)
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--impl", default="fused", choices=["fused", "dense", "auto"])
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     dtype = jnp.dtype(args.dtype)
@@ -30,7 +31,7 @@ def main():
     w = jm.prepare(q.packed, q.scales.astype(dtype), q.zero_points, K=args.K, N=args.N,
                    block_size=args.block)
     a = jnp.asarray(rng.standard_normal((args.M, args.K)), dtype)
-    fn = jax.jit(lambda a, w: jm.matmul_nbits(a, w, impl="fused"))
+    fn = jax.jit(lambda a, w: jm.matmul_nbits(a, w, impl=args.impl))
     for _ in range(args.calls):
         fn(a, w).block_until_ready()
     print("done", args)

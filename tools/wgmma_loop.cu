@@ -96,12 +96,7 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
       for (int u = 0; u < kWgStageUnits; ++u)
         folded ^= frag[u][0] ^ frag[u][1] ^ frag[u][2] ^ frag[u][3];
     } else {
-      const uint64_t desc = act_descriptor(base);
-      wgmma_fence();
-#pragma unroll
-      for (int u = 0; u < kWgStageUnits; ++u) wgmma_64xNx16<T, kRows>(d, frag[u], desc + 2 * u);
-      wgmma_commit();
-      wgmma_wait<1>();
+      wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     }
   };
 

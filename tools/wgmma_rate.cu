@@ -32,15 +32,10 @@ __global__ void __launch_bounds__(128) rate_kernel(float* sink) {
   float d[kRows / 2];
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
-  const uint32_t a[4] = {threadIdx.x, 0, 0, 0};
+  uint32_t frag[4][4] = {};
+  frag[0][0] = threadIdx.x;
   const uint64_t desc = act_descriptor(shared_address(tile));
-  for (int it = 0; it < kIters; ++it) {
-    wgmma_fence();
-#pragma unroll
-    for (int u = 0; u < 4; ++u) wgmma_64xNx16<__half, kRows>(d, a, desc + 2 * u);
-    wgmma_commit();
-    wgmma_wait<1>();
-  }
+  for (int it = 0; it < kIters; ++it) wgmma_stage<__half, kRows>(d, frag, desc);
   wgmma_wait<0>();
   float sum = 0.f;
 #pragma unroll
