@@ -112,39 +112,22 @@ __global__ void __launch_bounds__(kDqThreads) dequant_kernel(const DequantArgs p
   }
 }
 
-template <typename T>
-cudaError_t launch_typed(const DequantArgs& args, cudaStream_t stream) {
-  const int64_t k_chunks = (args.k_pad / 16 + kDqUnits - 1) / kDqUnits;
-  const int64_t blocks = args.n_pad / 64 * k_chunks;
-  if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
-  const auto grid = static_cast<unsigned>(blocks);
-  switch (args.zero_point_kind) {
-    case ZeroPointKind::kImplicit:
-      dequant_kernel<T, ZeroPointKind::kImplicit><<<grid, kDqThreads, 0, stream>>>(args);
-      break;
-    case ZeroPointKind::kPacked4:
-      dequant_kernel<T, ZeroPointKind::kPacked4><<<grid, kDqThreads, 0, stream>>>(args);
-      break;
-    case ZeroPointKind::kOffset:
-      dequant_kernel<T, ZeroPointKind::kOffset><<<grid, kDqThreads, 0, stream>>>(args);
-      break;
-  }
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t LaunchDequantize(const DequantArgs& args, cudaStream_t stream) {
   if (args.N <= 0 || args.K <= 0 || args.K % 8 != 0 || args.group_size < 16 ||
       (args.group_size & (args.group_size - 1)) != 0)
     return cudaErrorInvalidValue;
-  switch (args.dtype) {
-    case ActDType::kFloat16:
-      return launch_typed<__half>(args, stream);
-    case ActDType::kBFloat16:
-      return launch_typed<__nv_bfloat16>(args, stream);
-  }
-  return cudaErrorInvalidValue;
+  const int64_t k_chunks = (args.k_pad / 16 + kDqUnits - 1) / kDqUnits;
+  const int64_t blocks = args.n_pad / 64 * k_chunks;
+  if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
+  return with_activation_type(args.dtype, [&](auto act) {
+    return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
+      dequant_kernel<decltype(act), decltype(zp)::value>
+          <<<static_cast<unsigned>(blocks), kDqThreads, 0, stream>>>(args);
+      return cudaGetLastError();
+    });
+  });
 }
 
 }  // namespace jax_marlin

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "marlin_kernel.h"
 
@@ -473,6 +474,35 @@ inline void copy_operands(const MarlinGemmArgs& args, GemmOperands* p) {
   p->N = args.N;
   p->K = args.K;
   p->n_pad = args.n_pad;
+}
+
+// The launchers' runtime-to-template switches, written once: `launch(tag)` is
+// called with a value of the activation type T (`decltype(tag)` names it) or
+// a std::integral_constant holding the zero-point kind, and its cudaError_t
+// returned; an unknown value is cudaErrorInvalidValue.
+template <typename Launch>
+cudaError_t with_activation_type(ActDType dtype, Launch launch) {
+  switch (dtype) {
+    case ActDType::kFloat16:
+      return launch(__half{});
+    case ActDType::kBFloat16:
+      return launch(__nv_bfloat16{});
+  }
+  return cudaErrorInvalidValue;
+}
+template <ZeroPointKind kZP>
+using ZeroPointTag = std::integral_constant<ZeroPointKind, kZP>;
+template <typename Launch>
+cudaError_t with_zero_point_kind(ZeroPointKind kind, Launch launch) {
+  switch (kind) {
+    case ZeroPointKind::kImplicit:
+      return launch(ZeroPointTag<ZeroPointKind::kImplicit>{});
+    case ZeroPointKind::kPacked4:
+      return launch(ZeroPointTag<ZeroPointKind::kPacked4>{});
+    case ZeroPointKind::kOffset:
+      return launch(ZeroPointTag<ZeroPointKind::kOffset>{});
+  }
+  return cudaErrorInvalidValue;
 }
 
 // `probe()`'s answer for this device, asked once per device and kept in the

@@ -549,15 +549,9 @@ cudaError_t dispatch_mtiles(const MarlinGemmArgs& args, const DeviceLimits& devi
 template <typename T>
 cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const DeviceLimits& device,
                                  int split_k_override, cudaStream_t stream) {
-  switch (args.zero_point_kind) {
-    case ZeroPointKind::kImplicit:
-      return dispatch_mtiles<T, ZeroPointKind::kImplicit>(args, device, split_k_override, stream);
-    case ZeroPointKind::kPacked4:
-      return dispatch_mtiles<T, ZeroPointKind::kPacked4>(args, device, split_k_override, stream);
-    case ZeroPointKind::kOffset:
-      return dispatch_mtiles<T, ZeroPointKind::kOffset>(args, device, split_k_override, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
+    return dispatch_mtiles<T, decltype(zp)::value>(args, device, split_k_override, stream);
+  });
 }
 
 }  // namespace
@@ -567,19 +561,13 @@ cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& d
   const int64_t total = args.M * args.N;
   const auto blocks = static_cast<unsigned>(
       std::min<int64_t>(ceil_div(total, 256), int64_t{std::max(1, device.sm_count)} * 16));
-  switch (args.dtype) {
-    case ActDType::kFloat16:
-      splitk_reduce_kernel<__half><<<blocks, 256, 0, stream>>>(
-          args.workspace, static_cast<const __half*>(args.bias), static_cast<__half*>(args.out),
-          args.M, args.N, args.n_pad, splits);
-      break;
-    case ActDType::kBFloat16:
-      splitk_reduce_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(
-          args.workspace, static_cast<const __nv_bfloat16*>(args.bias),
-          static_cast<__nv_bfloat16*>(args.out), args.M, args.N, args.n_pad, splits);
-      break;
-  }
-  return cudaGetLastError();
+  return with_activation_type(args.dtype, [&](auto act) {
+    using T = decltype(act);
+    splitk_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
+        args.workspace, static_cast<const T*>(args.bias), static_cast<T*>(args.out), args.M,
+        args.N, args.n_pad, splits);
+    return cudaGetLastError();
+  });
 }
 
 // Whether the wgmma kernel takes a GEMM the streaming kernel declined: M =
@@ -631,13 +619,9 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   if (wgmma_takes(args, device, split_k_override)) return LaunchWgmmaGemm(args, device, stream);
 #endif
 
-  switch (args.dtype) {
-    case ActDType::kFloat16:
-      return dispatch_zero_points<__half>(args, device, split_k_override, stream);
-    case ActDType::kBFloat16:
-      return dispatch_zero_points<__nv_bfloat16>(args, device, split_k_override, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_activation_type(args.dtype, [&](auto act) {
+    return dispatch_zero_points<decltype(act)>(args, device, split_k_override, stream);
+  });
 }
 
 }  // namespace jax_marlin

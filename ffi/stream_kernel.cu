@@ -958,13 +958,9 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.reduce_sliced = plan.max_parts > kReduceSerialParts;
   p.tile_split = plan.tile_split;
   const int smem_bytes = plan.smem_bytes;
-  switch (args.dtype) {
-    case ActDType::kFloat16:
-      return dispatch_zero_points<__half>(args, p, smem_bytes, device, stream);
-    case ActDType::kBFloat16:
-      return dispatch_zero_points<__nv_bfloat16>(args, p, smem_bytes, device, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_activation_type(args.dtype, [&](auto act) {
+    return dispatch_zero_points<decltype(act)>(args, p, smem_bytes, device, stream);
+  });
 }
 
 }  // namespace jax_marlin

@@ -117,6 +117,20 @@ constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
 // where it fits (-1: one block per tile).
 constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
 
+// From this M on, a stream-K grid that two blocks an SM would spread over more
+// than one wave is planned with one block an SM instead. A block stages A for
+// all of its steps (4.5 KB a step at M = 16), so past M = 8 two blocks an SM
+// can hold too few steps for one wave and the planner takes two (528 blocks,
+// up to 11 partials a column group on 8192 x 28672); one block an SM keeps one
+// wave with half the warps. Off by default (INT32_MAX): session 7's ring3 run,
+// which happened to plan one block an SM at M = 16, was faster on 28672 x 8192
+// and slower on 8192 x 28672 (docs/perf/NOTES.md), so it is a measurement to
+// make (-DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9), not a default.
+#ifndef JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M
+#define JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M INT32_MAX
+#endif
+constexpr int64_t kStreamOneBlockFromM = JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M;
+
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
 // is tested at most once and a hopeless shape is given up on at once.
@@ -209,6 +223,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
           if (parts_fit(b)) B = b;
         tried = start;
       }
+      if (per_sm == 2 && args.M >= kStreamOneBlockFromM && B > slots) B = 0;
     }
     if (B != 0) {
       plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);

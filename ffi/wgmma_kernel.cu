@@ -379,21 +379,6 @@ cudaError_t launch_zero_points(const WgmmaParams& p, const WgmmaGridInfo& plan,
                             : launch_planned_rows<T, kZP, false>(p, plan, device, stream);
 }
 
-template <typename T>
-cudaError_t launch_dtype(const MarlinGemmArgs& args, const WgmmaParams& p,
-                         const WgmmaGridInfo& plan, const DeviceLimits& device,
-                         cudaStream_t stream) {
-  switch (args.zero_point_kind) {
-    case ZeroPointKind::kImplicit:
-      return launch_zero_points<T, ZeroPointKind::kImplicit>(p, plan, device, stream);
-    case ZeroPointKind::kPacked4:
-      return launch_zero_points<T, ZeroPointKind::kPacked4>(p, plan, device, stream);
-    case ZeroPointKind::kOffset:
-      return launch_zero_points<T, ZeroPointKind::kOffset>(p, plan, device, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
 // Whether this module carries sm_90a code for the kernel and the device runs
 // it: the file is compiled for sm_90a alone, so the attributes query succeeds
 // only where that code loads (exactly compute capability 9.0). Asked once.
@@ -432,15 +417,11 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
   const WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
-  cudaError_t err = cudaErrorInvalidValue;
-  switch (args.dtype) {
-    case ActDType::kFloat16:
-      err = launch_dtype<__half>(args, p, plan, device, stream);
-      break;
-    case ActDType::kBFloat16:
-      err = launch_dtype<__nv_bfloat16>(args, p, plan, device, stream);
-      break;
-  }
+  const cudaError_t err = with_activation_type(args.dtype, [&](auto act) {
+    return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
+      return launch_zero_points<decltype(act), decltype(zp)::value>(p, plan, device, stream);
+    });
+  });
   if (err != cudaSuccess) return err;
   return plan.splits > 1 ? LaunchSplitKReduce(args, device, plan.splits, stream) : cudaSuccess;
 }

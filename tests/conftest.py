@@ -202,11 +202,11 @@ def header_constant(header: str, name: str) -> int:
     return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
 
 
-def host_planner(tmp_path_factory, source: str):
+def host_planner(tmp_path_factory, source: str, defines=()):
     """A grid planner check, ``tests/cpp/<source>``, compiled against ``ffi/`` with the host
-    compiler (the test skips without one or without the CUDA runtime headers). Returns
-    ``run(cases, *argv)``: each case one line on stdin, each answer one line of ints, or
-    None where the planner printed "declined"."""
+    compiler and ``-D`` each of ``defines`` (the test skips without a compiler or without
+    the CUDA runtime headers). Returns ``run(cases, *argv)``: each case one line on stdin,
+    each answer one line of ints, or None where the planner printed "declined"."""
     cxx = shutil.which("c++") or shutil.which("g++")
     include = _cuda_include()
     if cxx is None or include is None:
@@ -214,7 +214,8 @@ def host_planner(tmp_path_factory, source: str):
     root = pathlib.Path(__file__).resolve().parents[1]
     exe = tmp_path_factory.mktemp("plan") / pathlib.Path(source).stem
     subprocess.run([cxx, "-std=c++17", "-O2", f"-I{root / 'ffi'}", f"-I{include}",
-                    str(root / "tests" / "cpp" / source), "-o", str(exe)], check=True)
+                    *(f"-D{d}" for d in defines), str(root / "tests" / "cpp" / source),
+                    "-o", str(exe)], check=True)
 
     def run(cases, *argv):
         lines = "".join(" ".join(str(v) for v in c) + "\n" for c in cases)

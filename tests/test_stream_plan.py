@@ -188,6 +188,30 @@ def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
     assert planner(a100)[0][6] == 1
 
 
+def test_one_block_an_sm_from_m_replans_only_the_two_wave_grids(planner, tmp_path_factory):
+    """-DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9 (off by default; a measurement knob): a grid
+    that two blocks an SM spread over more than one wave is planned with one block an SM,
+    and every other plan stays as it was; the replanned grids keep the partition's
+    invariants (the parts the workspace holds, the shared memory the device has)."""
+    knob = host_planner(tmp_path_factory, "stream_plan_check.cc",
+                        defines=["JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9"])
+    cases = [c for _, c in _cases(0)]
+    replanned = 0
+    for case, default, got in zip(cases, planner(cases), knob(cases)):
+        M, K, N, block, workspace, sms, smem_limit, cc, _ = case
+        two_waves = default is not None and not default[6] and default[0] > 2 * sms
+        if not (M >= 9 and two_waves):
+            assert got == default, (case, default, got)
+            continue
+        replanned += 1
+        B, T, L, smem, any_cut, parts, tile_split = got
+        model_parts, _ = _model_parts(T, L, B)
+        assert not tile_split and B <= T and smem <= smem_limit, (case, got)
+        assert parts == model_parts and parts <= MAX_PARTS, (case, got)
+        assert parts == 1 or parts * M * _layout.n_pad(N) <= workspace, (case, got)
+    assert replanned  # the two large shapes at M = 16 on the H200, at least
+
+
 @pytest.mark.parametrize("split_k", [0, -2, -4])
 def test_no_clusters_where_the_code_has_none(planner, split_k):
     """An sm_90 part running a build for sm_80 only (its cluster epilogue compiled

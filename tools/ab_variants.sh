@@ -68,8 +68,9 @@ echo "tests done at $(( $(date +%s) - start )) s"
 
 for tool in ${SANITIZE-}; do
   echo "$tool on ${SAN_VARIANT:-main}:"
+  # The variant's own sweep: a branch may add the shapes its change needs.
   PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
-    "$OUT/sanitize_$tool.log"
+    "$OUT/sanitize_$tool.log" "$repo/.variants/${SAN_VARIANT:-main}/tools/sanitize_sweep.py"
 done
 
 for v in ${NCU_VARIANT:-main}; do
@@ -79,7 +80,8 @@ for v in ${NCU_VARIANT:-main}; do
   done
 done
 
-# NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant.
+# NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant
+# (NCU_KERNEL names it: "wgmma" at M = 17..256, the default "stream_gemm" at M <= 16).
 IFS=';' read -ra full_shapes <<<"${NCU_FULL-}"
 for v in ${NCU_VARIANT:-main}; do
   i=0

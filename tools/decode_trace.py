@@ -18,11 +18,19 @@ import argparse
 import collections
 import gzip
 import json
+import os
 import pathlib
 import sys
+import time
 
-import jax
-from flax import nnx
+# Under a profiler XLA runs a program op by op unless told to keep its command
+# buffers (CUDA graphs): without this the trace would time another execution than
+# the benchmark's, with more gaps. Set before jax starts its backend.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_enable_command_buffers_during_profiling=true").strip()
+
+import jax  # noqa: E402
+from flax import nnx  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 import decode  # noqa: E402  (examples/decode.py)
@@ -68,32 +76,50 @@ def last_burst(rows, gap_us: float):
     return rows[start:]
 
 
-def summarize(label, rows, steps, top):
+def busy_us(rows):
+    """The time at least one event ran: the union of the intervals (streams overlap)."""
+    total, end = 0.0, None
+    for ts, dur, _ in rows:  # sorted by start
+        if end is None or ts >= end:
+            total += dur
+            end = ts + dur
+        elif ts + dur > end:
+            total += ts + dur - end
+            end = ts + dur
+    return total
+
+
+def summarize(label, rows, steps, top, wall_us):
     if not rows:
         print(f"{label}: no GPU kernels in the trace")
         return
-    span = rows[-1][0] + rows[-1][1] - rows[0][0]
-    busy = sum(d for _, d, _ in rows)
+    span = max(ts + dur for ts, dur, _ in rows) - rows[0][0]
+    busy = busy_us(rows)
+    copies = [r for r in rows if "memcpy" in r[2].lower() or "memset" in r[2].lower()]
     by_name = collections.defaultdict(lambda: [0, 0.0])
     for _, d, name in rows:
         by_name[name][0] += 1
         by_name[name][1] += d
-    print(f"{label}: {len(rows)} kernels over {span:.1f} us ({span / steps:.1f} us a token): "
-          f"kernels {busy:.1f} us, idle {span - busy:.1f} us "
+    print(f"{label}: {len(rows)} events ({len(copies)} copies/sets, {busy_us(copies):.1f} us) "
+          f"over {span:.1f} us ({span / steps:.1f} us a token; the same call untraced "
+          f"{wall_us:.1f} us wall): busy {busy:.1f} us, idle {span - busy:.1f} us "
           f"({(span - busy) / max(len(rows) - 1, 1):.2f} us a gap)")
     for name, (n, d) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f"  {d:10.1f} us {n:6d} x {d / n:8.2f} us  {name[:100]}")
 
 
 def traced(model, batch, steps, logdir: pathlib.Path):
-    """Compiles and warms up outside the trace, then traces one generate call."""
+    """Compiles and warms up outside the trace, times one call untraced, then traces one.
+    Returns the trace's events, processes and threads, and the untraced wall time (us)."""
     generate, args = decode.generator(model, batch, steps)
     jax.block_until_ready(generate(*args))
+    start = time.perf_counter()
     jax.block_until_ready(generate(*args))
+    wall_us = (time.perf_counter() - start) * 1e6
     logdir.mkdir(parents=True, exist_ok=True)
     with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
         jax.block_until_ready(generate(*args))
-    return trace_events(logdir)
+    return (*trace_events(logdir), wall_us)
 
 
 def main(argv=None):
@@ -114,10 +140,11 @@ def main(argv=None):
     for label in ("fp16", "4-bit"):
         if label == "4-bit":
             jmf.quantize_model(model, bits=4, block_size=128)
-        rows, lines = device_kernels(*traced(model, args.batch, args.steps, args.out / label))
+        *trace, wall_us = traced(model, args.batch, args.steps, args.out / label)
+        rows, lines = device_kernels(*trace)
         if not rows:
             print(f"{label}: processes and GPU lines in the trace: {lines}")
-        summarize(label, last_burst(rows, args.gap_us), args.steps, args.top)
+        summarize(label, last_burst(rows, args.gap_us), args.steps, args.top, wall_us)
 
 
 if __name__ == "__main__":

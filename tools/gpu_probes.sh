@@ -7,11 +7,11 @@ repo="${repo:-$(pwd)}"
 # No autotuning: under racecheck XLA's autotuner compiles and runs every
 # candidate GEMM fusion instrumented, which took minutes and crashed the
 # sanitizer once (session 3); the sweep's oracle needs no fast GEMM.
-run_sanitizer() {  # tool timeout_s log
+run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default]
   (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform \
      XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout "$2" \
      compute-sanitizer --tool "$1" --kernel-name kns=marlin --error-exitcode 3 \
-     python3 "$repo/tools/sanitize_sweep.py" >"$3" 2>&1
+     python3 "${4:-$repo/tools/sanitize_sweep.py}" >"$3" 2>&1
    echo "$1 exit $?"; tail -2 "$3")
 }
 

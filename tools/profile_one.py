@@ -21,7 +21,8 @@ def main():
     parser.add_argument("--M", type=int, default=1)
     parser.add_argument("--block", type=int, default=128)
     parser.add_argument("--dtype", default="float16")
-    parser.add_argument("--calls", type=int, default=5)
+    # More than the ncu runs' --launch-skip 6 (tools/gpu_probes.sh): one launch a call.
+    parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--impl", default="fused", choices=["fused", "dense", "auto"])
     args = parser.parse_args()
     rng = np.random.default_rng(0)

@@ -10,10 +10,13 @@
 //   full        the stage body as the kernel runs it
 //   no-barrier  without the fence and __syncthreads
 //   no-mma      dequantization only (its results xor-folded, so nothing is dead)
-//   no-dequant  the MMAs on fixed registers, with the loads and the barrier
+//   no-dequant  the MMAs on the code words as A registers, with all six loads
+//               and the barrier
 //   pair        the fence and barrier every second stage only (what a ring
 //               refilled two stages at a time would need)
 // Grids: the 8192 x 28672 GEMM's (224 blocks of 128 stages) and a full wave.
+// The ring holds pseudo-random finite values (tools/probe_common.cuh), not zeros:
+// codes, scales and zero points, and activations, as a real stage would.
 // Compare with the kernel on that GEMM: ~90 us at M = 64 and ~219 us at M =
 // 256 under ncu, 99 and 239 us in the benchmark (NOTES, Variant 8).
 // Build and run (sm_90a):
@@ -23,6 +26,7 @@
 
 #include <cstdio>
 
+#include "probe_common.cuh"
 #include "wgmma_device.cuh"
 #include "wgmma_plan.h"
 
@@ -42,7 +46,7 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
   unsigned char* const ring = smem_raw + (smem_base - shared_address(smem_raw));
   for (int i = threadIdx.x; i < kWgStages * Cfg::kStageBytes / 4; i += kWgThreads)
-    reinterpret_cast<uint32_t*>(ring)[i] = 0;
+    reinterpret_cast<uint32_t*>(ring)[i] = probe_word(i);
   fence_proxy_async_shared();
   __syncthreads();
 
@@ -71,14 +75,17 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 #pragma unroll
     for (int u = 0; u < kWgStageUnits; ++u) word[u] = lds_32(base + code_read + u * kWgUnitBytes);
     const uint32_t words = base + words_read;
+    const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
+    const uint32_t zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
     if constexpr (kMode == kNoDequant) {
+      // Finite fp16 pairs either way (probe_word's exponents); the group words
+      // are folded in so that their loads stay.
+      folded ^= scale_pair ^ zp_pair;
 #pragma unroll
       for (int u = 0; u < kWgStageUnits; ++u)
-        frag[u][0] = frag[u][1] = frag[u][2] = frag[u][3] = word[u];
+        frag[u][0] = frag[u][1] = frag[u][2] = frag[u][3] = word[u] & 0xBBFFBBFFu;
     } else {
       GroupConstants gc;
-      const uint32_t scale_pair = lds_32(words + 16 * g + 4 * wg_warp);
-      const uint32_t zp_pair = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
       make_group_constants<T, kZP>(gc, make_uint4(scale_pair, 0, 0, 0), zp_pair,
                                    make_uint4(0, 0, 0, 0));
 #pragma unroll
@@ -118,29 +125,15 @@ void measure(int blocks, int n_stages, uint32_t* sink) {
   constexpr auto kernel = loop_kernel<kRows, kMode>;
   const int smem = WgmmaConfig<kRows>::kSmemBytes;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink);  // warm-up
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(t0);
-    kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink);
-    cudaEventRecord(t1);
-    cudaEventSynchronize(t1);
-    float ms = 0.f;
-    cudaEventElapsedTime(&ms, t0, t1);
-    best = ms < best ? ms : best;
-  }
+  const float us =
+      best_launch_us([&] { kernel<<<blocks, kWgThreads, smem>>>(n_stages, sink); }, 5);
   int resident = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWgThreads, smem);
   cudaFuncAttributes attributes{};
   cudaFuncGetAttributes(&attributes, kernel);
   std::printf("rows %3d  %-10s  %3d blocks (%d an SM, %3d registers) x %d stages: %7.1f us  %s\n",
-              kRows, kModeNames[kMode], blocks, resident, attributes.numRegs, n_stages,
-              best * 1e3, cudaGetErrorString(cudaGetLastError()));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
+              kRows, kModeNames[kMode], blocks, resident, attributes.numRegs, n_stages, us,
+              cudaGetErrorString(cudaGetLastError()));
 }
 
 template <int kRows>
@@ -160,13 +153,11 @@ void sweep(int sms, uint32_t* sink) {
 
 int main() {
   using namespace jax_marlin;
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  const int sms = probe_banner();
   uint32_t* sink;
   cudaMalloc(&sink, 1024 * sizeof(uint32_t));
-  std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  sweep<64>(prop.multiProcessorCount, sink);
-  sweep<256>(prop.multiProcessorCount, sink);
+  sweep<64>(sms, sink);
+  sweep<256>(sms, sink);
   cudaFree(sink);
   return 0;
 }
