@@ -245,6 +245,30 @@ def test_empty_batch_on_gpu(rng):
         assert out.shape == (2, 0, 37)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("N, K, block, zp", [(130, 1000, 32, "packed"), (37, 200, 16, "none"),
+                                             (520, 4104, 128, "float"), (64, 72, 128, "packed")])
+def test_cuda_dequantization_matches_weights_dequantize(rng, N, K, block, zp, dtype):
+    """The dense path's CUDA dequantization against jax_marlin.weights.dequantize: ragged N
+    (a partial tile), K past a group and past a 64-k chunk, groups of 16 to 128, every
+    zero-point kind. Integer zero points: bitwise equal in the dtype (one rounding, at the
+    scale, both ways); float zero points: within one rounding of the exact float32 value."""
+    act = HALF[dtype]
+    w = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act).prepare()
+    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                  zero_point_kind=w.zero_point_kind)
+    got = np.asarray(jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, act, params))(
+        w.codes, w.scales, w.zero_points))
+    assert got.shape == (N, K) and got.dtype == act
+    if zp != "float":
+        want = np.asarray(jm.weights.dequantize(w, act))
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    else:
+        exact = np.asarray(jm.weights.dequantize(w, jnp.float32))
+        ulp = 2.0 ** (-8 if dtype == "bf16" else -11)
+        np.testing.assert_allclose(got.astype(np.float32), exact, rtol=ulp, atol=1e-6)
+
+
 FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
 
 WGMMA_CASES = [(M, N, K, block, zp)

@@ -41,15 +41,16 @@ def main():
                                         K=K, N=N, bits=4, block_size=block,
                                         bias=bias.astype(jnp.float32))
         # The heuristic's choice, a forced split-K reduce, and a forced tile split
-        # with clusters of two blocks (where k has the two steps it needs).
-        for split_k in (0, 3, -2):
-            y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=split_k))(
+        # with clusters of two blocks (where k has the two steps it needs); then the
+        # dense path (its CUDA dequantization where K % 8 == 0).
+        for impl, split_k in (("fused", 0), ("fused", 3), ("fused", -2), ("dense", 0)):
+            y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl=impl, split_k=split_k))(
                 a, w, bias)
             err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
             assert np.isfinite(err) and err < (2e-3 if dtype == jnp.float16 else 1e-2), (
-                M, N, K, zp, dtype, split_k, err)
+                M, N, K, zp, dtype, impl, split_k, err)
             checked += 1
-    print(f"sanitize sweep: {checked} fused calls checked against the oracle")
+    print(f"sanitize sweep: {checked} calls (fused and dense) checked against the oracle")
 
 
 if __name__ == "__main__":
