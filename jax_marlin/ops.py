@@ -132,9 +132,9 @@ def _dense(a, codes, scales, zero_points, bias, *, dot_dtype=jnp.float32, dequan
 def _dequantize_cuda(codes, scales, zero_points, dtype, params):
     """The 4-bit weights as a dense ``[N, K]`` matrix in ``dtype`` (float16 or bfloat16;
     K % 8 == 0) by the CUDA kernel (ffi/dequant_kernel.cu), in one pass over the tile
-    layout, where jax.numpy's unpack and un-permute took ~240 us on 8192 x 28672 against
-    ~150 us of traffic. Bitwise ``weights.dequantize`` for integer zero points, within one
-    rounding for float ones."""
+    layout, where XLA's fusion of jax.numpy's unpack and un-permute takes ~240 us on
+    8192 x 28672 against ~150 us of traffic. Bitwise ``weights.dequantize`` for integer
+    zero points, within one rounding of the exact value for float ones."""
     call = jax.ffi.ffi_call(_ffi.DEQUANTIZE_CUDA_TARGET,
                             jax.ShapeDtypeStruct((params["N"], params["K"]), dtype))
     float_zp = params["zero_point_kind"] == "float"
@@ -210,8 +210,9 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
         # fp16 and bf16 in fp32 either way): a float32 [M, N] result and its cast cost up
         # to 7% at M = 512 to 4096 on the large shapes (session 8 call 6, NOTES).
         # The weight from the CUDA dequantization where it applies (4 bits, a half
-        # dtype, 16-byte rows).
-        cuda_weight = fused_applies(a.dtype, params["bits"]) and params["K"] % 8 == 0 and M
+        # dtype, 16-byte rows; an empty batch needs no weight at all).
+        cuda_weight = (fused_applies(a.dtype, params["bits"]) and params["K"] % 8 == 0
+                       and M > 0)
         return _dense(a, codes, scales, zero_points, bias, dot_dtype=a.dtype,
                       dequantizer=_dequantize_cuda if cuda_weight else None, **params)
     K, N = params["K"], params["N"]

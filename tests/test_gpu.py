@@ -250,15 +250,17 @@ def test_empty_batch_on_gpu(rng):
                                              (520, 4104, 128, "float"), (64, 72, 128, "packed")])
 def test_cuda_dequantization_matches_weights_dequantize(rng, N, K, block, zp, dtype):
     """The dense path's CUDA dequantization against jax_marlin.weights.dequantize: ragged N
-    (a partial tile), K past a group and past a 64-k chunk, groups of 16 to 128, every
-    zero-point kind. Integer zero points: bitwise equal in the dtype (one rounding, at the
+    (a partial tile), K past a group and past a 64-k chunk (K = 200 ends inside a unit's
+    second half), groups of 16 to 128, every zero-point kind. Integer zero points: bitwise equal in the dtype (one rounding, at the
     scale, both ways); float zero points: within one rounding of the exact float32 value."""
     act = HALF[dtype]
     w = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act).prepare()
     params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
                   zero_point_kind=w.zero_point_kind)
+    # Absent zero points travel as an empty array, as matmul_nbits binds them.
+    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
     got = np.asarray(jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, act, params))(
-        w.codes, w.scales, w.zero_points))
+        w.codes, w.scales, zero_points))
     assert got.shape == (N, K) and got.dtype == act
     if zp != "float":
         want = np.asarray(jm.weights.dequantize(w, act))

@@ -1,4 +1,4 @@
-"""Ragged shapes through the fused CUDA kernel, for compute-sanitizer.
+"""Ragged shapes through the fused CUDA kernels and the dense path, for compute-sanitizer.
 
     XLA_PYTHON_CLIENT_ALLOCATOR=platform compute-sanitizer --tool memcheck \
         --kernel-name kns=marlin python3 tools/sanitize_sweep.py
@@ -23,9 +23,7 @@ SHAPES = [(1, 37, 72), (3, 130, 200), (12, 600, 1000), (17, 200, 1000), (65, 520
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split
 
 
-def main():
-    rng = np.random.default_rng(0)
-    checked = 0
+def _cases(rng):
     for (M, N, K), zp, dtype in itertools.product(
             SHAPES, ["packed", "none", "float"], [jnp.float16, jnp.bfloat16]):
         block = 32 if K < 1000 else 128
@@ -40,17 +38,30 @@ def main():
         ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
                                         K=K, N=N, bits=4, block_size=block,
                                         bias=bias.astype(jnp.float32))
-        # The heuristic's choice, a forced split-K reduce, and a forced tile split
-        # with clusters of two blocks (where k has the two steps it needs); then the
-        # dense path (its CUDA dequantization where K % 8 == 0).
-        for impl, split_k in (("fused", 0), ("fused", 3), ("fused", -2), ("dense", 0)):
-            y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl=impl, split_k=split_k))(
-                a, w, bias)
-            err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
-            assert np.isfinite(err) and err < (2e-3 if dtype == jnp.float16 else 1e-2), (
-                M, N, K, zp, dtype, impl, split_k, err)
-            checked += 1
-    print(f"sanitize sweep: {checked} calls (fused and dense) checked against the oracle")
+        yield (M, N, K, zp, dtype), a, w, bias, ref
+
+
+def _check(case, a, w, bias, ref, impl, split_k):
+    y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl=impl, split_k=split_k))(a, w, bias)
+    err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
+    assert np.isfinite(err) and err < (2e-3 if case[-1] == jnp.float16 else 1e-2), (
+        case, impl, split_k, err)
+
+
+def main():
+    # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
+    # forced tile split with clusters of two blocks (where k has the two steps it
+    # needs). Then, in a second pass (it runs XLA's dot too, so a failure there
+    # leaves the first pass's count printed), the dense path with its CUDA
+    # dequantization where K % 8 == 0.
+    for impls in ((("fused", 0), ("fused", 3), ("fused", -2)), (("dense", 0),)):
+        checked = 0
+        for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+            for impl, split_k in impls:
+                _check(case, a, w, bias, ref, impl, split_k)
+                checked += 1
+        print(f"sanitize sweep: {checked} {impls[0][0]} calls checked against the oracle",
+              flush=True)
 
 
 if __name__ == "__main__":
