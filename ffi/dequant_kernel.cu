@@ -29,8 +29,10 @@
 // Integer zero points: code - zp is exact in the dtype and the product is
 // rounded once (fp16 HMUL2, bf16 HFMA2 with -0), as jax_marlin.weights.
 // dequantize rounds the exact fp32 product: bitwise equal. Float zero points
-// (rare: ONNX's are uint8): in fp32, rounded once, as the fused kernels'
-// offset form (fma with a rounded -zp * scale) would not be near code = zp.
+// (rare: ONNX's are uint8): code - zp and the product in fp32, then one
+// rounding to the dtype, which is jax_marlin.weights.dequantize in float32
+// cast to the dtype, bitwise. (The fused kernels' offset form, an fma with a
+// rounded -zp * scale, would lose most of the digits near code = zp.)
 
 #include "dequant_kernel.h"
 
@@ -91,6 +93,9 @@ __global__ void __launch_bounds__(kDqThreads) dequant_kernel(const DequantArgs p
   const int g = lane / 4, t = lane % 4;
   const int64_t k0 = static_cast<int64_t>(blockIdx.x) * (16 * kDqUnits);
   const int64_t kt = k0 / 16 + u;
+  // Units past K (k_pad rounds K up to a whole group) would be converted and
+  // never stored.
+  const bool unit_used = kt < kt_total && 16 * kt < p.K;
   // A unit lies inside one group (groups of >= 16, powers of two).
   const int64_t gi = (16 * kt) >> (__ffsll(p.group_size) - 1);
   // This thread's output chunks: rows threadIdx.x / 8 + 16 i, k0 + 8 (threadIdx.x % 8).
@@ -98,7 +103,7 @@ __global__ void __launch_bounds__(kDqThreads) dequant_kernel(const DequantArgs p
   const int64_t out_k = k0 + 8 * (threadIdx.x % 8);
 
   for (int64_t nt = blockIdx.y; nt < n_tiles; nt += gridDim.y) {
-    if (kt < kt_total) {
+    if (unit_used) {
       const uint4 q =
           __ldg(reinterpret_cast<const uint4*>(p.codes + (nt * kt_total + kt) * 128) + lane);
       const int64_t at = gi * p.n_pad + nt * 64 + 8 * g;  // the lane's 8 scales (positions)
@@ -142,7 +147,7 @@ __global__ void __launch_bounds__(kDqThreads) dequant_kernel(const DequantArgs p
 
     // 8 lanes write one row's 128 bytes (a quarter warp's 16-byte reads of the
     // row cover the 32 banks once). A chunk lies inside K or outside it (K %
-    // 8 == 0), and one inside K comes from a unit that exists (K <= k_pad).
+    // 8 == 0), and one inside K comes from a unit converted above.
     if (out_k < p.K) {
       const int64_t n0 = nt * 64 + out_row;
       T* out = static_cast<T*>(p.out) + n0 * p.K + out_k;
@@ -165,9 +170,11 @@ __global__ void __launch_bounds__(kDqThreads) dequant_kernel(const DequantArgs p
 
 cudaError_t LaunchDequantize(const DequantArgs& args, cudaStream_t stream) {
   if (args.N <= 0 || args.K <= 0 || args.K % 8 != 0 || args.group_size < 16 ||
-      (args.group_size & (args.group_size - 1)) != 0)
+      (args.group_size & (args.group_size - 1)) != 0 || args.k_pad % 16 != 0 ||
+      args.k_pad < args.K || args.n_pad % 64 != 0 || args.n_pad < args.N)
     return cudaErrorInvalidValue;
-  const int64_t k_chunks = (args.k_pad / 16 + kDqUnits - 1) / kDqUnits;
+  // Chunks of 64 k that hold some k < K (the units past K are padding).
+  const int64_t k_chunks = (args.K + 16 * kDqUnits - 1) / (16 * kDqUnits);
   if (k_chunks > INT32_MAX) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(k_chunks),
                   static_cast<unsigned>(std::min<int64_t>(args.n_pad / 64, 65535)));

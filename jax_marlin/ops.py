@@ -134,7 +134,8 @@ def _dequantize_cuda(codes, scales, zero_points, dtype, params):
     K % 8 == 0) by the CUDA kernel (ffi/dequant_kernel.cu), in one pass over the tile
     layout, where XLA's fusion of jax.numpy's unpack and un-permute takes ~240 us on
     8192 x 28672 against ~150 us of traffic. Bitwise ``weights.dequantize`` for integer
-    zero points, within one rounding of the exact value for float ones."""
+    zero points; for float ones, bitwise ``weights.dequantize`` in float32 cast to
+    ``dtype`` (one rounding, where jax.numpy's dense path in ``dtype`` rounds twice)."""
     call = jax.ffi.ffi_call(_ffi.DEQUANTIZE_CUDA_TARGET,
                             jax.ShapeDtypeStruct((params["N"], params["K"]), dtype))
     float_zp = params["zero_point_kind"] == "float"

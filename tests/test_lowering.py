@@ -90,15 +90,17 @@ DEQUANTIZE_TARGET = "jax_marlin_dequantize_cuda"
 @pytest.mark.parametrize("M, impl", [(5, "dense"),
                                      (max(ops.DENSE_FROM_M, ops.WGMMA_MAX_M + 1), "auto")])
 @pytest.mark.parametrize("zp, kind", [("none", 0), ("packed", 1), ("float", 2)])
-def test_cuda_lowering_dense_path_dequantizes_with_the_cuda_kernel(cuda, rng, M, impl, zp, kind):
+@pytest.mark.parametrize("dtype, mlir", [(jnp.float16, "f16"), (jnp.bfloat16, "bf16")])
+def test_cuda_lowering_dense_path_dequantizes_with_the_cuda_kernel(cuda, rng, M, impl, zp, kind,
+                                                                  dtype, mlir):
     """With K % 8 == 0 the dense path's weights come from the CUDA dequantization kernel
     ([N, K] in the activations' dtype), then one dot_general."""
     w = make_case(rng, N=130, K=256, block_size=64, zp=zp).prepare()
     text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl=impl),
-                        _spec((M, 256), jnp.float16), w, platform="cuda")
+                        _spec((M, 256), dtype), w, platform="cuda")
     assert custom_calls(text) == [DEQUANTIZE_TARGET]
     line = next(l for l in text.splitlines() if DEQUANTIZE_TARGET in l)
-    assert "tensor<130x256xf16>" in line and f"zero_point_kind = {kind}" in line
+    assert f"tensor<130x256x{mlir}>" in line and f"zero_point_kind = {kind}" in line
     assert "stablehlo.dot_general" in text
 
 

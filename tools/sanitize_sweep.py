@@ -48,6 +48,21 @@ def _check(case, a, w, bias, ref, impl, split_k):
         case, impl, split_k, err)
 
 
+def _check_dequantize(case, w):
+    """The CUDA dequantization alone, its output a buffer of its own (inside the dense
+    path's program the weight is an XLA temporary, where a write past it would land in
+    the same allocation and memcheck would not see it)."""
+    dtype = case[-1]
+    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                  zero_point_kind=w.zero_point_kind)
+    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+    got = jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, dtype, params))(
+        w.codes, w.scales, zero_points)
+    want = jm.weights.dequantize(w, jnp.float32)
+    err = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)) / jnp.max(jnp.abs(want)))
+    assert np.isfinite(err) and err < 1e-2, (case, err)
+
+
 def main():
     # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
     # forced tile split with clusters of two blocks (where k has the two steps it
@@ -62,6 +77,12 @@ def main():
                 checked += 1
         print(f"sanitize sweep: {checked} {impls[0][0]} calls checked against the oracle",
               flush=True)
+    checked = 0
+    for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+        if case[2] % 8 == 0 and ops.fused_applies(case[-1], 4):
+            _check_dequantize(case, w)
+            checked += 1
+    print(f"sanitize sweep: {checked} CUDA dequantizations checked against the oracle")
 
 
 if __name__ == "__main__":
