@@ -7,7 +7,7 @@
 #   .variants/x/CUDA_FLAGS adds nvcc flags to that variant's build, and
 #   .variants/x/BENCH_ARGS replaces $BENCH for it)
 #   BENCH="--shapes ... --ms ..." TESTS="all reduce2" NCU_VARIANT="all reduce2" \
-#     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT=all \
+#     NCU="--K 8192 --N 28672 --M 1" SANITIZE="memcheck racecheck" SAN_VARIANT="all reduce2" \
 #     DECODE=" " DECODE_VARIANT=all NCU_SOURCE="--K 4096 --N 4096 --M 1" bash tools/ab_variants.sh
 # Logs: $OUT/<name>/{build,pytest,bench}.log, bench.csv; $OUT/ncu_<name>.txt; all of
 # them also in $OUT/ab.tar.gz (the device returns only a few files per call).
@@ -67,11 +67,17 @@ for n in ${TESTS-}; do
 done
 echo "tests done at $(( $(date +%s) - start )) s"
 
-for tool in ${SANITIZE-}; do
-  echo "$tool on ${SAN_VARIANT:-main}:"
-  # The variant's own sweep: a branch may add the shapes its change needs.
-  PYTHONPATH="/tmp/v/${SAN_VARIANT:-main}" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
-    "$OUT/sanitize_$tool.log" "$repo/.variants/${SAN_VARIANT:-main}/tools/sanitize_sweep.py"
+# SAN_VARIANT may name several variants; each tool runs on each, with that
+# variant's own sweep (a branch may add the shapes its change needs). Logs:
+# $OUT/sanitize_<tool>.log for the first variant, sanitize_<tool>_<name>.log after.
+first_san=""
+for v in ${SAN_VARIANT:-main}; do
+  suffix=""; [ -n "$first_san" ] && suffix="_$v"; first_san="$v"
+  for tool in ${SANITIZE-}; do
+    echo "$tool on $v:"
+    PYTHONPATH="/tmp/v/$v" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
+      "$OUT/sanitize_$tool$suffix.log" "$repo/.variants/$v/tools/sanitize_sweep.py"
+  done
 done
 
 for v in ${NCU_VARIANT:-main}; do
