@@ -122,10 +122,10 @@ constexpr bool is_forced_tile_split(int split_k_override) { return split_k_overr
 // all of its steps (4.5 KB a step at M = 16), so past M = 8 two blocks an SM
 // can hold too few steps for one wave and the planner takes two (528 blocks,
 // up to 11 partials a column group on 8192 x 28672); one block an SM keeps one
-// wave with half the warps. Off by default (INT32_MAX): session 7's ring3 run,
-// which happened to plan one block an SM at M = 16, was faster on 28672 x 8192
-// and slower on 8192 x 28672 (docs/perf/NOTES.md), so it is a measurement to
-// make (-DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9), not a default.
+// wave with half the warps. Off by default (INT32_MAX): measured with
+// -DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9 (session 9 call 2, docs/perf/NOTES.md)
+// it was 7-10% faster on 28672 x 8192 at M = 12-16 and 0-4% slower on 8192 x
+// 28672, inside that call's noise; a knob until a longer A/B decides.
 #ifndef JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M
 #define JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M INT32_MAX
 #endif

@@ -17,9 +17,8 @@ constexpr int kForceTiledKernel = -2000;
 // module's sm_90a code loaded, M in [kWgmmaMinM, kWgmmaMaxM], groups of at least
 // 32, and its pipeline within the device's shared memory. Past 256 rows the
 // blocks are 256-row blocks along gridDim.y, each dequantizing the weights
-// again: that still beat dequantize-then-cuBLAS up to about M = 1024 by the
-// session 8 measurements it was predicted from (docs/perf/NOTES.md); ops.py's
-// WGMMA_MAX_M decides what impl="auto" sends here.
+// again: that still beat dequantize-then-cuBLAS up to M = 1024 (session 9,
+// docs/perf/NOTES.md); ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
 constexpr int kWgmmaMinM = 17;
 constexpr int kWgmmaMaxM = 1024;
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device);

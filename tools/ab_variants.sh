@@ -69,14 +69,12 @@ echo "tests done at $(( $(date +%s) - start )) s"
 
 # SAN_VARIANT may name several variants; each tool runs on each, with that
 # variant's own sweep (a branch may add the shapes its change needs). Logs:
-# $OUT/sanitize_<tool>.log for the first variant, sanitize_<tool>_<name>.log after.
-first_san=""
+# $OUT/sanitize_<tool>_<variant>.log.
 for v in ${SAN_VARIANT:-main}; do
-  suffix=""; [ -n "$first_san" ] && suffix="_$v"; first_san="$v"
   for tool in ${SANITIZE-}; do
     echo "$tool on $v:"
     PYTHONPATH="/tmp/v/$v" run_sanitizer "$tool" "${SANITIZE_TIMEOUT:-90}" \
-      "$OUT/sanitize_$tool$suffix.log" "$repo/.variants/$v/tools/sanitize_sweep.py"
+      "$OUT/sanitize_${tool}_$v.log" "$repo/.variants/$v/tools/sanitize_sweep.py"
   done
 done
 
@@ -88,7 +86,7 @@ for v in ${NCU_VARIANT:-main}; do
 done
 
 # NCU_FULL="--K 8192 --N 28672 --M 64;...": every section of one launch, per variant
-# (NCU_KERNEL names it: "wgmma" at M = 17..256, the default "stream_gemm" at M <= 16).
+# (NCU_KERNEL names it: "wgmma" at M = 17..1024, the default "stream_gemm" at M <= 16).
 IFS=';' read -ra full_shapes <<<"${NCU_FULL-}"
 for v in ${NCU_VARIANT:-main}; do
   i=0
