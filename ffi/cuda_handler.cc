@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "handler_checks.h"
+#include "dequant_kernel.h"
 #include "handlers.h"
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
@@ -132,7 +133,57 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   return ffi::Error::Success();
 }
 
+// The dense path's first half: the weights as a dense [N, K] matrix in the
+// activation dtype (out's), for XLA's own dot at large M.
+ffi::Error DequantizeCuda(cudaStream_t stream, ffi::AnyBuffer codes, ffi::AnyBuffer scales,
+                          ffi::AnyBuffer zero_points, ffi::Result<ffi::AnyBuffer> out, int64_t K,
+                          int64_t N, int64_t bits, int64_t block_size, int64_t zero_point_kind) {
+  const WeightShape shape{K, N, bits, block_size, zero_point_kind};
+  if (auto error = CheckWeights(shape, codes, scales, zero_points); error.failure()) return error;
+  const auto dtype = out->element_type();
+  if (bits != 4 || (dtype != ffi::DataType::F16 && dtype != ffi::DataType::BF16) || K % 8 != 0) {
+    return ffi::Error::InvalidArgument(
+        "jax_marlin: the CUDA dequantization takes 4-bit weights, K % 8 == 0, and float16 or "
+        "bfloat16 output");
+  }
+  if (scales.element_type() != dtype) {
+    return ffi::Error::InvalidArgument("jax_marlin: scales must have the output's dtype");
+  }
+  if (int64_t(out->element_count()) != N * K) return SizeError("out", N * K, out->element_count());
+  DequantArgs args{};
+  args.codes = codes.typed_data<uint32_t>();
+  args.scales = scales.untyped_data();
+  args.zero_points = zero_point_kind ? zero_points.untyped_data() : nullptr;
+  args.out = out->untyped_data();
+  args.N = N;
+  args.K = K;
+  args.n_pad = shape.n_pad();
+  args.k_pad = shape.k_pad();
+  args.k_blocks = shape.k_blocks();
+  args.group_size = block_size;
+  args.dtype = dtype == ffi::DataType::BF16 ? ActDType::kBFloat16 : ActDType::kFloat16;
+  args.zero_point_kind = static_cast<ZeroPointKind>(zero_point_kind);
+  if (cudaError_t error = LaunchDequantize(args, stream); error != cudaSuccess) {
+    return CudaError("launching the dequantization", error);
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DequantizeCudaHandler, DequantizeCuda,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::AnyBuffer>()  // codes, tile layout
+                                  .Arg<ffi::AnyBuffer>()  // scales, output dtype
+                                  .Arg<ffi::AnyBuffer>()  // zero points (maybe empty)
+                                  .Ret<ffi::AnyBuffer>()  // out [N, K]
+                                  .Attr<int64_t>("K")
+                                  .Attr<int64_t>("N")
+                                  .Attr<int64_t>("bits")
+                                  .Attr<int64_t>("block_size")
+                                  .Attr<int64_t>("zero_point_kind"),
+                              {ffi::Traits::kCmdBufferCompatible});
 
 // Runs `plan(args, device)` on what a plan query needs: the shape's launch
 // arguments with a workspace of that size (the planners read only whether

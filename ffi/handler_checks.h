@@ -27,25 +27,16 @@ inline xla::ffi::Error SizeError(const char* name, int64_t expected, int64_t got
                                           std::to_string(got));
 }
 
-// Checks everything but the activations' dtype, which each platform
-// constrains differently. Returns the number of rows M of `a`.
-inline xla::ffi::Error CheckBuffers(const WeightShape& s, xla::ffi::AnyBuffer a,
-                                    xla::ffi::AnyBuffer codes, xla::ffi::AnyBuffer scales,
-                                    xla::ffi::AnyBuffer zero_points, xla::ffi::AnyBuffer bias,
-                                    int64_t out_elements, int64_t* M) {
+// Checks the shape attributes and the weight tensors (codes, scales, zero
+// points) against each other.
+inline xla::ffi::Error CheckWeights(const WeightShape& s, xla::ffi::AnyBuffer codes,
+                                    xla::ffi::AnyBuffer scales, xla::ffi::AnyBuffer zero_points) {
   using xla::ffi::Error;
   if (s.K < 1 || s.N < 1 || s.block_size < 16 || (s.block_size & (s.block_size - 1)) ||
       (s.bits != 2 && s.bits != 4 && s.bits != 8) || s.zero_point_kind < 0 ||
       s.zero_point_kind > 2) {
     return Error::InvalidArgument("jax_marlin: invalid K, N, bits, block_size or zero-point kind");
   }
-  auto a_dims = a.dimensions();
-  if (a_dims.size() < 1 || a_dims.back() != s.K) {
-    return Error::InvalidArgument("jax_marlin: a must have shape [..., K]");
-  }
-  *M = static_cast<int64_t>(a.element_count()) / s.K;
-  if (out_elements != *M * s.N) return SizeError("out", *M * s.N, out_elements);
-
   const int64_t kb = s.k_blocks();
   const int64_t code_words = s.tiles() ? s.n_pad() * s.k_pad() / 8 : s.N * s.k_pad() * s.bits / 8;
   const auto code_type = s.tiles() ? xla::ffi::DataType::U32 : xla::ffi::DataType::U8;
@@ -75,6 +66,23 @@ inline xla::ffi::Error CheckBuffers(const WeightShape& s, xla::ffi::AnyBuffer a,
   if (int64_t(zero_points.element_count()) != zp_expected) {
     return SizeError("zero_points", zp_expected, zero_points.element_count());
   }
+  return Error::Success();
+}
+
+// Checks everything but the activations' dtype, which each platform
+// constrains differently. Returns the number of rows M of `a`.
+inline xla::ffi::Error CheckBuffers(const WeightShape& s, xla::ffi::AnyBuffer a,
+                                    xla::ffi::AnyBuffer codes, xla::ffi::AnyBuffer scales,
+                                    xla::ffi::AnyBuffer zero_points, xla::ffi::AnyBuffer bias,
+                                    int64_t out_elements, int64_t* M) {
+  using xla::ffi::Error;
+  if (auto error = CheckWeights(s, codes, scales, zero_points); error.failure()) return error;
+  auto a_dims = a.dimensions();
+  if (a_dims.size() < 1 || a_dims.back() != s.K) {
+    return Error::InvalidArgument("jax_marlin: a must have shape [..., K]");
+  }
+  *M = static_cast<int64_t>(a.element_count()) / s.K;
+  if (out_elements != *M * s.N) return SizeError("out", *M * s.N, out_elements);
   if (bias.element_count() != 0 && int64_t(bias.element_count()) != s.N) {
     return SizeError("bias", s.N, bias.element_count());
   }

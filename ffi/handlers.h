@@ -12,6 +12,7 @@ namespace jax_marlin {
 
 XLA_FFI_DECLARE_HANDLER_SYMBOL(MatMulNBitsCpuHandler);
 XLA_FFI_DECLARE_HANDLER_SYMBOL(MatMulNBitsCudaHandler);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DequantizeCudaHandler);
 
 #ifdef JAX_MARLIN_CUDA_ARCHITECTURES  // the CUDA module's sources only
 // The streaming kernel's grid for a 4-bit GEMM on the current device, as the

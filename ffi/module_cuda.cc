@@ -25,6 +25,8 @@ NB_MODULE(_cuda, m) {
     nb::dict targets;
     targets["jax_marlin_matmul_nbits_cuda"] =
         nb::capsule(reinterpret_cast<void*>(jax_marlin::MatMulNBitsCudaHandler));
+    targets["jax_marlin_dequantize_cuda"] =
+        nb::capsule(reinterpret_cast<void*>(jax_marlin::DequantizeCudaHandler));
     return targets;
   });
   m.def("xla_ffi_api_version",

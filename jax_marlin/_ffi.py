@@ -9,6 +9,7 @@ import jax
 
 CPU_TARGET = "jax_marlin_matmul_nbits_cpu"
 CUDA_TARGET = "jax_marlin_matmul_nbits_cuda"
+DEQUANTIZE_CUDA_TARGET = "jax_marlin_dequantize_cuda"
 
 
 def _load(name):

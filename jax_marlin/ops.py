@@ -103,23 +103,44 @@ matmul_nbits_p.def_impl(_impl)
 
 # --- lowerings -----------------------------------------------------------------
 
-def _dot_dequantized(spec, x, codes, scales, zero_points, params, dot_dtype=jnp.float32):
-    """``einsum(spec, x, W)`` with ``W [N, K]`` dequantized in ``x``'s dtype, accumulated in
-    fp32 (float32 inputs at the highest precision) and returned in ``dot_dtype``: the dense
-    path and the transpose share it."""
-    weight = dequantize(_weights(codes, scales, zero_points, params), x.dtype)
+def _dot_dequantized(spec, x, codes, scales, zero_points, params, dot_dtype=jnp.float32,
+                     dequantizer=None):
+    """``einsum(spec, x, W)`` with ``W [N, K]`` dequantized in ``x``'s dtype (by
+    ``dequantizer(codes, scales, zero_points, dtype, params)``, jax.numpy's by default),
+    accumulated in fp32 (float32 inputs at the highest precision) and returned in
+    ``dot_dtype``: the dense path and the transpose share it."""
+    if dequantizer is None:
+        weight = dequantize(_weights(codes, scales, zero_points, params), x.dtype)
+    else:
+        weight = dequantizer(codes, scales, zero_points, x.dtype, params)
     precision = jax.lax.Precision.HIGHEST if x.dtype == jnp.float32 else None
     return jnp.einsum(spec, x, weight, precision=precision, preferred_element_type=dot_dtype)
 
 
-def _dense(a, codes, scales, zero_points, bias, *, dot_dtype=jnp.float32, **params):
+def _dense(a, codes, scales, zero_points, bias, *, dot_dtype=jnp.float32, dequantizer=None,
+           **params):
     """Dequantize, then one dot: the path for every platform without a kernel. The dot's
     result is ``dot_dtype`` and the bias is added in it, then the sum is cast to ``a``'s
     dtype."""
-    y = _dot_dequantized("...k,nk->...n", a, codes, scales, zero_points, params, dot_dtype)
+    y = _dot_dequantized("...k,nk->...n", a, codes, scales, zero_points, params, dot_dtype,
+                         dequantizer)
     if bias.size:
         y = y + bias.astype(y.dtype)
     return y.astype(a.dtype)
+
+
+def _dequantize_cuda(codes, scales, zero_points, dtype, params):
+    """The 4-bit weights as a dense ``[N, K]`` matrix in ``dtype`` (float16 or bfloat16;
+    K % 8 == 0) by the CUDA kernel (ffi/dequant_kernel.cu), in one pass over the tile
+    layout, where XLA's fusion of jax.numpy's unpack and un-permute takes ~240 us on
+    8192 x 28672 against ~150 us of traffic. Bitwise ``weights.dequantize`` for integer
+    zero points; for float ones, bitwise ``weights.dequantize`` in float32 cast to
+    ``dtype`` (one rounding, where jax.numpy's dense path in ``dtype`` rounds twice)."""
+    call = jax.ffi.ffi_call(_ffi.DEQUANTIZE_CUDA_TARGET,
+                            jax.ShapeDtypeStruct((params["N"], params["K"]), dtype))
+    float_zp = params["zero_point_kind"] == "float"
+    return call(codes, scales.astype(dtype), zero_points.astype(dtype) if float_zp else zero_points,
+                **_ffi_attributes(params))
 
 
 def _ffi_attributes(params):
@@ -189,7 +210,12 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
         # The dot in a's dtype, as jnp.dot runs it on dense weights (cuBLAS accumulates
         # fp16 and bf16 in fp32 either way): a float32 [M, N] result and its cast cost up
         # to 7% at M = 512 to 4096 on the large shapes (session 8 call 6, NOTES).
-        return _dense(a, codes, scales, zero_points, bias, dot_dtype=a.dtype, **params)
+        # The weight from the CUDA dequantization where it applies (4 bits, a half
+        # dtype, 16-byte rows; an empty batch needs no weight at all).
+        cuda_weight = (fused_applies(a.dtype, params["bits"]) and params["K"] % 8 == 0
+                       and M > 0)
+        return _dense(a, codes, scales, zero_points, bias, dot_dtype=a.dtype,
+                      dequantizer=_dequantize_cuda if cuda_weight else None, **params)
     K, N = params["K"], params["N"]
     lead = a.shape[:-1]
     a = a.reshape(M, K)

@@ -245,6 +245,49 @@ def test_empty_batch_on_gpu(rng):
         assert out.shape == (2, 0, 37)
 
 
+def _cuda_dequantized(w, act):
+    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                  zero_point_kind=w.zero_point_kind)
+    # Absent zero points travel as an empty array, as matmul_nbits binds them.
+    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+    poison_allocator()  # an element the kernel misses reads NaN, not an earlier result
+    return np.asarray(jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, act, params))(
+        w.codes, w.scales, zero_points))
+
+
+def _assert_bitwise_dequantize(got, w, act):
+    """Integer zero points: bitwise weights.dequantize in the dtype (code - zp exact, one
+    rounding at the scale, both ways). Float zero points: bitwise weights.dequantize in
+    float32, rounded once to the dtype (as the kernel computes them)."""
+    assert got.shape == (w.N, w.K) and got.dtype == act
+    if w.zero_point_kind == "float":
+        want = np.asarray(jm.weights.dequantize(w, jnp.float32)).astype(act)
+    else:
+        want = np.asarray(jm.weights.dequantize(w, act))
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("N, K, block, zp", [(130, 1000, 32, "packed"), (37, 200, 16, "none"),
+                                             (520, 4104, 128, "float"), (64, 72, 128, "packed"),
+                                             (65, 8, 64, "packed"), (40, 72, 256, "none")])
+def test_cuda_dequantization_matches_weights_dequantize(rng, N, K, block, zp, dtype):
+    """The dense path's CUDA dequantization against jax_marlin.weights.dequantize: ragged N
+    (a partial tile), K past a group and past a 64-k chunk (K = 200 ends inside a unit's
+    second half; K = 8 and 72 with groups of 64 and 256 leave whole units of padding),
+    groups of 16 to 256, every zero-point kind, bitwise."""
+    act = HALF[dtype]
+    w = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act).prepare()
+    _assert_bitwise_dequantize(_cuda_dequantized(w, act), w, act)
+
+
+def test_cuda_dequantization_strides_over_more_tiles_than_a_grid_holds(rng):
+    """More than 65535 column tiles (the grid's y limit): blocks take a second tile."""
+    w = make_case(rng, N=64 * 65535 + 100, K=16, block_size=16, zp="packed",
+                  scale_dtype=np.float16).prepare()
+    _assert_bitwise_dequantize(_cuda_dequantized(w, jnp.float16), w, jnp.float16)
+
+
 FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
 
 WGMMA_CASES = [(M, N, K, block, zp)

@@ -69,6 +69,7 @@ def test_cuda_lowering_uses_fused_kernel_for_half_4bit(cuda, weights, dtype):
     dict(dtype=jnp.float32, bits=4, M=5, impl="auto"),  # f32: dense, at full precision
     dict(dtype=jnp.float16, bits=8, M=5, impl="fused"),  # no fused kernel for 8 bits
     dict(dtype=jnp.float16, bits=2, M=5, impl="auto"),
+    # K = 100 is not a multiple of 8: jax.numpy dequantizes (the CUDA one needs 16-byte rows).
     dict(dtype=jnp.float16, bits=4, M=5, impl="dense"),
     # Large M, past every fused kernel's range (wgmma's on Hopper included): dense.
     dict(dtype=jnp.float16, bits=4, M=max(ops.DENSE_FROM_M, ops.WGMMA_MAX_M + 1), impl="auto"),
@@ -81,6 +82,26 @@ def test_cuda_lowering_dense_paths_have_no_custom_call(cuda, weights, case):
     assert custom_calls(text) == []
     if case["M"]:
         assert "stablehlo.dot_general" in text
+
+
+DEQUANTIZE_TARGET = "jax_marlin_dequantize_cuda"
+
+
+@pytest.mark.parametrize("M, impl", [(5, "dense"),
+                                     (max(ops.DENSE_FROM_M, ops.WGMMA_MAX_M + 1), "auto")])
+@pytest.mark.parametrize("zp, kind", [("none", 0), ("packed", 1), ("float", 2)])
+@pytest.mark.parametrize("dtype, mlir", [(jnp.float16, "f16"), (jnp.bfloat16, "bf16")])
+def test_cuda_lowering_dense_path_dequantizes_with_the_cuda_kernel(cuda, rng, M, impl, zp, kind,
+                                                                  dtype, mlir):
+    """With K % 8 == 0 the dense path's weights come from the CUDA dequantization kernel
+    ([N, K] in the activations' dtype), then one dot_general."""
+    w = make_case(rng, N=130, K=256, block_size=64, zp=zp).prepare()
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl=impl),
+                        _spec((M, 256), dtype), w, platform="cuda")
+    assert custom_calls(text) == [DEQUANTIZE_TARGET]
+    line = next(l for l in text.splitlines() if DEQUANTIZE_TARGET in l)
+    assert f"tensor<130x256x{mlir}>" in line and f"zero_point_kind = {kind}" in line
+    assert "stablehlo.dot_general" in text
 
 
 def test_cuda_lowering_fused_for_large_m_when_asked(cuda, weights):

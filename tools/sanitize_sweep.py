@@ -1,4 +1,4 @@
-"""Ragged shapes through the fused CUDA kernel, for compute-sanitizer.
+"""Ragged shapes through the fused CUDA kernels and the dense path, for compute-sanitizer.
 
     XLA_PYTHON_CLIENT_ALLOCATOR=platform compute-sanitizer --tool memcheck \
         --kernel-name kns=marlin python3 tools/sanitize_sweep.py
@@ -23,9 +23,7 @@ SHAPES = [(1, 37, 72), (3, 130, 200), (12, 600, 1000), (17, 200, 1000), (65, 520
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split
 
 
-def main():
-    rng = np.random.default_rng(0)
-    checked = 0
+def _cases(rng):
     for (M, N, K), zp, dtype in itertools.product(
             SHAPES, ["packed", "none", "float"], [jnp.float16, jnp.bfloat16]):
         block = 32 if K < 1000 else 128
@@ -40,16 +38,51 @@ def main():
         ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
                                         K=K, N=N, bits=4, block_size=block,
                                         bias=bias.astype(jnp.float32))
-        # The heuristic's choice, a forced split-K reduce, and a forced tile split
-        # with clusters of two blocks (where k has the two steps it needs).
-        for split_k in (0, 3, -2):
-            y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=split_k))(
-                a, w, bias)
-            err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
-            assert np.isfinite(err) and err < (2e-3 if dtype == jnp.float16 else 1e-2), (
-                M, N, K, zp, dtype, split_k, err)
+        yield (M, N, K, zp, dtype), a, w, bias, ref
+
+
+def _check(case, a, w, bias, ref, impl, split_k):
+    y = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl=impl, split_k=split_k))(a, w, bias)
+    err = float(jnp.linalg.norm(y.astype(jnp.float32) - ref) / jnp.linalg.norm(ref))
+    assert np.isfinite(err) and err < (2e-3 if case[-1] == jnp.float16 else 1e-2), (
+        case, impl, split_k, err)
+
+
+def _check_dequantize(case, w):
+    """The CUDA dequantization alone, its output a buffer of its own (inside the dense
+    path's program the weight is an XLA temporary, where a write past it would land in
+    the same allocation and memcheck would not see it)."""
+    dtype = case[-1]
+    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                  zero_point_kind=w.zero_point_kind)
+    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+    got = jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, dtype, params))(
+        w.codes, w.scales, zero_points)
+    want = jm.weights.dequantize(w, jnp.float32)
+    err = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)) / jnp.max(jnp.abs(want)))
+    assert np.isfinite(err) and err < 1e-2, (case, err)
+
+
+def main():
+    # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
+    # forced tile split with clusters of two blocks (where k has the two steps it
+    # needs). Then, in a second pass (it runs XLA's dot too, so a failure there
+    # leaves the first pass's count printed), the dense path with its CUDA
+    # dequantization where K % 8 == 0.
+    for impls in ((("fused", 0), ("fused", 3), ("fused", -2)), (("dense", 0),)):
+        checked = 0
+        for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+            for impl, split_k in impls:
+                _check(case, a, w, bias, ref, impl, split_k)
+                checked += 1
+        print(f"sanitize sweep: {checked} {impls[0][0]} calls checked against the oracle",
+              flush=True)
+    checked = 0
+    for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+        if case[2] % 8 == 0 and ops.fused_applies(case[-1], 4):
+            _check_dequantize(case, w)
             checked += 1
-    print(f"sanitize sweep: {checked} fused calls checked against the oracle")
+    print(f"sanitize sweep: {checked} CUDA dequantizations checked against the oracle")
 
 
 if __name__ == "__main__":
