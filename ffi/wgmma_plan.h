@@ -23,7 +23,7 @@ constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
 constexpr int kWgPrefetch = 4;  // stages copied ahead of the ones a stage reads
 #ifndef JAX_MARLIN_WGMMA_STAGES_PER_BARRIER
-#define JAX_MARLIN_WGMMA_STAGES_PER_BARRIER 1
+#define JAX_MARLIN_WGMMA_STAGES_PER_BARRIER 2
 #endif
 constexpr int kWgUnitBytes = 512;        // 16 k x 64 columns x 4 bits
 constexpr int kWgCodesBytes = kWgTiles * kWgStageUnits * kWgUnitBytes;  // 4 KB
@@ -51,10 +51,12 @@ struct WgmmaConfig {
   // one slot more (seven; eight with two stages a barrier, below). At 256 rows
   // the pipe is the wall and the slot would not fit.
   static constexpr bool kEarlyLoads = kRows <= 128;
-  // Stages computed between two barriers: 1, or 2 up to 128 rows with
-  // -DJAX_MARLIN_WGMMA_STAGES_PER_BARRIER=2 (a measurement knob: the loop
-  // probe's `pair` mode took 68.0 -> 64.2 us at 64 rows in session 9, before
-  // the early loads). A barrier then refills that many slots at once.
+  // Stages computed between two barriers: 2 up to 128 rows, so each warp waits
+  // at half as many barriers and a barrier refills two slots at once (session
+  // 10 call A, 8192 x 28672: M = 32 81.9 -> 73.9 us, M = 64 94.8 -> 87.1, M =
+  // 128 145.8 -> 136.6; early loads alone gave 75.7 / 92.7 / 142.8).
+  // -DJAX_MARLIN_WGMMA_STAGES_PER_BARRIER=1 builds the one-stage loop for
+  // comparison. At 256 rows the tensor pipe is the wall: one.
   static constexpr int kStagesPerBarrier = kRows <= 128 ? JAX_MARLIN_WGMMA_STAGES_PER_BARRIER : 1;
   static_assert(kStagesPerBarrier == 1 || kStagesPerBarrier == 2, "one or two stages a barrier");
   // Stages that have landed at a barrier: those computed before the next one
