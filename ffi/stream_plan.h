@@ -117,19 +117,24 @@ constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
 // where it fits (-1: one block per tile).
 constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
 
-// From this M on, a stream-K grid that two blocks an SM would spread over more
-// than one wave is planned with one block an SM instead. A block stages A for
-// all of its steps (4.5 KB a step at M = 16), so past M = 8 two blocks an SM
-// can hold too few steps for one wave and the planner takes two (528 blocks,
-// up to 11 partials a column group on 8192 x 28672); one block an SM keeps one
-// wave with half the warps. Off by default (INT32_MAX): measured with
-// -DJAX_MARLIN_STREAM_ONE_BLOCK_FROM_M=9 (session 9 call 2, docs/perf/NOTES.md)
-// it was 7-10% faster on 28672 x 8192 at M = 12-16 and 0-4% slower on 8192 x
-// 28672, inside that call's noise; a knob until a longer A/B decides.
-#ifndef JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M
-#define JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M INT32_MAX
+// A stream-K grid that two blocks an SM spread over more than one wave (a
+// block stages A for all of its steps, 4.5 KB a step at M = 16, so past M = 8
+// two blocks an SM can hold too few steps for one wave) and that cuts some
+// column group into more than this many partials is planned with one block an
+// SM instead: one wave, fewer and shallower partials, half the warps. Measured
+// on the H200 (session 10 call D, 7 repeats, docs/perf/NOTES.md): 28672 x 8192
+// at M = 12 / 16, 33 -> 9 partials, 61.6 / 68.8 -> 57.5 / 57.6 us fp16 (bf16
+// 64.7 / 71.3 -> 60.2 / 61.8); 8192 x 28672, 11 -> 4 partials, 58.7 / 65.0 ->
+// 60.7 / 64.5 (a 3% loss and a tie), so that one keeps two blocks.
+// Only from M = 9, the rows measured: below, the 99-227 KB parts' two-block
+// grids are multi-wave at every M (A100: 864 blocks at M = 1 on 8192 x 28672)
+// and nobody has timed the alternative there.
+// -DJAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS=N moves the bound (INT32_MAX: never).
+#ifndef JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS
+#define JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS 16
 #endif
-constexpr int64_t kStreamOneBlockFromM = JAX_MARLIN_STREAM_ONE_BLOCK_FROM_M;
+constexpr int kStreamOneBlockMinParts = JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS;
+constexpr int64_t kStreamOneBlockFromM = 9;
 
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
@@ -192,6 +197,9 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     return plan_tile_split(-int64_t{split_k_override});
 
   int64_t B = 0;
+  // The two-block grid set aside for one block an SM (kStreamOneBlockMinParts),
+  // kept in case the one-block grid does not fit.
+  int64_t two_block_B = 0, two_block_smem = 0;
   // Two blocks per SM (the launch bounds' register budget), each with at most
   // half the SM's shared memory (~1 KB per block is the driver's); where that
   // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
@@ -223,11 +231,20 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
           if (parts_fit(b)) B = b;
         tried = start;
       }
-      if (per_sm == 2 && args.M >= kStreamOneBlockFromM && B > slots) B = 0;
+      if (per_sm == 2 && args.M >= kStreamOneBlockFromM && B > slots &&
+          max_parts(n_groups, L, T, B) > kStreamOneBlockMinParts) {
+        two_block_B = B;
+        two_block_smem = fixed_bytes + ceil_div(T, B) * step_bytes;
+        B = 0;
+      }
     }
     if (B != 0) {
       plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);
     }
+  }
+  if (B == 0 && two_block_B != 0) {
+    B = two_block_B;
+    plan->smem_bytes = static_cast<int>(two_block_smem);
   }
   if (B == 0) return false;
   plan->k_steps = static_cast<int>(L);
