@@ -199,7 +199,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   int64_t B = 0;
   // The two-block grid set aside for one block an SM (kStreamOneBlockMinParts),
   // kept in case the one-block grid does not fit.
-  int64_t two_block_B = 0, two_block_smem = 0;
+  int64_t two_block_B = 0;
   // Two blocks per SM (the launch bounds' register budget), each with at most
   // half the SM's shared memory (~1 KB per block is the driver's); where that
   // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
@@ -234,19 +234,14 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
       if (per_sm == 2 && args.M >= kStreamOneBlockFromM && B > slots &&
           max_parts(n_groups, L, T, B) > kStreamOneBlockMinParts) {
         two_block_B = B;
-        two_block_smem = fixed_bytes + ceil_div(T, B) * step_bytes;
         B = 0;
       }
     }
-    if (B != 0) {
-      plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);
-    }
   }
-  if (B == 0 && two_block_B != 0) {
-    B = two_block_B;
-    plan->smem_bytes = static_cast<int>(two_block_smem);
-  }
+  if (B == 0) B = two_block_B;
   if (B == 0) return false;
+  // The largest block's A steps on top of the rings.
+  plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);
   plan->k_steps = static_cast<int>(L);
   plan->total_steps = static_cast<int>(T);
   plan->blocks = static_cast<int>(B);

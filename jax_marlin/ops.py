@@ -53,13 +53,16 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
     return _bind(a, weights, bias, impl=impl, split_k=0)
 
 
-def _bind(a, w: MarlinWeights, bias, *, impl: str, split_k: int):
+def _zero_points_operand(w: MarlinWeights):
     # Absent operands travel as empty arrays so that the primitive has one
     # signature; the zero-point kind says how to read the zero points.
-    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+    return w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
+
+
+def _bind(a, w: MarlinWeights, bias, *, impl: str, split_k: int):
     bias = bias if bias is not None else jnp.zeros((0,), a.dtype)
-    return matmul_nbits_p.bind(a, w.codes, w.scales, zero_points, bias, K=w.K, N=w.N,
-                               bits=w.bits, block_size=w.block_size,
+    return matmul_nbits_p.bind(a, w.codes, w.scales, _zero_points_operand(w), bias, K=w.K,
+                               N=w.N, bits=w.bits, block_size=w.block_size,
                                zero_point_kind=w.zero_point_kind, impl=impl, split_k=split_k)
 
 
@@ -141,6 +144,15 @@ def _dequantize_cuda(codes, scales, zero_points, dtype, params):
     float_zp = params["zero_point_kind"] == "float"
     return call(codes, scales.astype(dtype), zero_points.astype(dtype) if float_zp else zero_points,
                 **_ffi_attributes(params))
+
+
+def _dequantize_cuda_weights(w: MarlinWeights, dtype):
+    """``_dequantize_cuda`` on a ``MarlinWeights``, jitted (for tests and the sanitizer
+    sweep, which check the kernel alone)."""
+    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                  zero_point_kind=w.zero_point_kind)
+    return jax.jit(lambda c, s, z: _dequantize_cuda(c, s, z, dtype, params))(
+        w.codes, w.scales, _zero_points_operand(w))
 
 
 def _ffi_attributes(params):

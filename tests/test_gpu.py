@@ -246,13 +246,8 @@ def test_empty_batch_on_gpu(rng):
 
 
 def _cuda_dequantized(w, act):
-    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
-                  zero_point_kind=w.zero_point_kind)
-    # Absent zero points travel as an empty array, as matmul_nbits binds them.
-    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
     poison_allocator()  # an element the kernel misses reads NaN, not an earlier result
-    return np.asarray(jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, act, params))(
-        w.codes, w.scales, zero_points))
+    return np.asarray(ops._dequantize_cuda_weights(w, act))
 
 
 def _assert_bitwise_dequantize(got, w, act):

@@ -52,12 +52,7 @@ def _check_dequantize(case, w):
     """The CUDA dequantization alone, its output a buffer of its own (inside the dense
     path's program the weight is an XLA temporary, where a write past it would land in
     the same allocation and memcheck would not see it)."""
-    dtype = case[-1]
-    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
-                  zero_point_kind=w.zero_point_kind)
-    zero_points = w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
-    got = jax.jit(lambda c, s, z: ops._dequantize_cuda(c, s, z, dtype, params))(
-        w.codes, w.scales, zero_points)
+    got = ops._dequantize_cuda_weights(w, case[-1])
     want = jm.weights.dequantize(w, jnp.float32)
     err = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)) / jnp.max(jnp.abs(want)))
     assert np.isfinite(err) and err < 1e-2, (case, err)
