@@ -82,15 +82,28 @@ struct StreamParams : GemmOperands {
 // through distributed shared memory, in rank order. No partials in global
 // memory, no reduce kernel, and C blocks per tile so that 64 tiles still fill
 // the SMs (one block per tile left half of them idle).
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
+//
+// kGroupRows (groups of 32 or 64 with M x G <= 8, G groups a step;
+// stream_plan.h): column m G + s of the n8 tile takes row m of A masked to
+// the step's s-th group, so every group accumulates in its own column and is
+// folded once a step, not once per group (session 6's static count: 1,243
+// instructions a step with groups of 32, 900 with 128; the three extra folds
+// were the difference); the flush adds a row's G columns.
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
+          bool kGroupRows>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
+  static_assert(!kGroupRows || (kMT == 1 && kGroupUnits < kStepUnits),
+                "group rows: one n8 tile, several groups a step");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
   // Groups met in one step: 128 / group_size for groups of 32 and 64; for
   // larger groups a step lies inside one group (steps start at multiples of
   // 128 of k and group sizes are powers of two).
   constexpr int kGroupsPerStep = kGroupUnits < kStepUnits ? kStepUnits / kGroupUnits : 1;
+  // Staged rows per row of A, and sums per staged row and step.
+  // kGroupRows: the accumulator rows (the n8 tile's columns) per row of A.
+  constexpr int kRowGroups = kGroupRows ? kGroupsPerStep : 1;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = shared_address(smem);
@@ -343,10 +356,29 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const int mat = lane >> 3;
   const int a_row = kMT == 1 ? (lane & 7) : (lane & 7) + 8 * (mat >> 1);
   const uint32_t a_col = (kMT == 1 ? (mat >> 1) * 32 : 0) + (mat & 1) * 16;
-  const uint32_t a_lane = a_row < rows ? a_base + a_row * kARowBytes + a_col : zero_row + a_col;
-  const uint32_t a_lane_step = a_row < rows ? a_step_bytes : 0;
+  // kGroupRows: ldmatrix row r feeds accumulator row r, which is row r / G of
+  // A in the step's group r % G; each unit keeps only the lanes of its group
+  // (unit_keep, below), so the other groups' columns get zeros.
+  const int a_real_row = a_row / kRowGroups;
+  const uint32_t a_lane =
+      a_real_row < rows ? a_base + a_real_row * kARowBytes + a_col : zero_row + a_col;
+  const uint32_t a_lane_step = a_real_row < rows ? a_step_bytes : 0;
 
   float acc[4][kMT][4] = {};
+
+  // kGroupRows: a row's total over its G staged rows, column 16 j + g + 8 c.
+  // The lane holds staged rows 2 t and 2 t + 1 of row 2 t / G; with G = 4 the
+  // lane t ^ 1 holds the row's other two. Every lane of the warp must call it
+  // (a shuffle); lanes with 2 t % G == 0 hold the total, in a fixed order.
+  auto group_row_totals = [&](float (&total)[4][2]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        total[j][c] = acc[j][0][2 * c] + acc[j][0][2 * c + 1];
+        if constexpr (kRowGroups == 4) total[j][c] += __shfl_xor_sync(0xffffffffu, total[j][c], 1);
+      }
+  };
 
   // How many blocks share column group ng_, and this block's place among them.
   auto group_parts = [&](int ng_, int* slot) {
@@ -393,7 +425,33 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   auto flush = [&](int ng_, int parts, int slot) {
     const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
-    if (parts != 1) {
+    if constexpr (kGroupRows) {
+      // One row a lane (2 t / G), written by the lanes that hold its total.
+      float total[4][2];
+      group_row_totals(total);
+      const int t = lane & 3;
+      const int m = 2 * t / kRowGroups;
+      if (2 * t % kRowGroups == 0 && m < rows) {
+        if (parts != 1) {
+          float* const row = p.workspace + slot * p.M * p.n_pad + m * p.n_pad + n0;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = total[j][c];
+        } else {
+          T* const row = out + m * p.N + n0;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const int64_t n = n0 + 16 * j + 8 * c;
+              if (n < p.N)
+                row[16 * j + 8 * c] = from_float<T>(
+                    total[j][c] + (bias != nullptr ? to_float<T>(bias[n]) : 0.f));
+            }
+        }
+      }
+    } else if (parts != 1) {
       float* const part_base = p.workspace + slot * p.M * p.n_pad + n0;
       for_each_lane_row([&](int m, int mt, int h) {
         float* const row = part_base + m * p.n_pad;
@@ -453,14 +511,27 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         for (int e = 0; e < 4; ++e) part[j][mt][e] = 0.f;
     }
   };
-  // Sums of A per (step, group slot, row), X then S, computed once per block below.
+  // Sums of A per (step, group slot, row), X then S, computed once per block
+  // below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
+  // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
+  // argument is then unused: each row half has its own).
   const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
-    for_each_lane_row([&](int m, int mt, int h) {
-      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * kSumsBytes);
-      a_sum[mt][h] += __uint_as_float(sums.y);
-      if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
-    });
+    const int t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int v = 2 * t + h + 8 * mt;
+        const int m = v / kRowGroups;
+        const int s = kGroupRows ? v % kRowGroups : slot;
+        if (m < rows) {
+          const uint2 sums =
+              lds_64(sums_base + ((i * kGroupsPerStep + s) * rows + m) * kSumsBytes);
+          a_sum[mt][h] += __uint_as_float(sums.y);
+          if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
+        }
+      }
   };
   clear_group();
   // C element e of tile (j, mt): column r = 2 j + (e >> 1), row 2 t + (e & 1)
@@ -501,7 +572,40 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     clear_group();
     __syncwarp();
   };
-
+  // kGroupRows: the step's one fold. The lane's accumulator row 2 t + h is
+  // staged row m G + s, group s of the step, so each row half reads its own
+  // group's scales and zero points (the same words fold_group reads for
+  // group s) and the element formula is fold_group's.
+  auto fold_group_rows = [&](int words_slot) {
+    const uint32_t words = words_warp + words_slot * kGroupsPerStep * kGroupWordBytes;
+    const int t = lane & 3;
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t group_words = words + ((2 * t + h) % kGroupsPerStep) * kGroupWordBytes;
+      const uint4 group_scales = lds_128(group_words + 16 * g);
+      const uint32_t group_zeros =
+          kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
+      const uint32_t w[4] = {group_scales.x, group_scales.y, group_scales.z, group_scales.w};
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
+        const float scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
+                                  : __half2float(__ushort_as_half(bits));
+        const uint32_t zp =
+            kZP == ZeroPointKind::kPacked4 ? (group_zeros >> (4 * r)) & 0xFu : 8u;
+        const float offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp)
+                                       : static_cast<float>(zp);
+        const int j = r >> 1, e = 2 * (r & 1) + h;
+        const float centered =
+            kOneMagic ? fmaf(-offset, a_sum[0][h], part[j][0][e])
+                      : fmaf(-offset, a_sum[0][h], part[j][0][e] - a_magic[0][h]);
+        acc[j][0][e] = fmaf(centered, scale, acc[j][0][e]);
+      }
+    }
+    clear_group();
+    __syncwarp();
+  };
 
   // A is the oldest group: once at most the ring's later groups are pending,
   // this thread's A chunks have landed; the barrier makes everyone's visible.
@@ -601,6 +705,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           if (u % 2 == 0) ldmatrix_x4(b_pair, a_step + u * 32);
           b[0][0] = b_pair[2 * (u % 2)];
           b[0][1] = b_pair[2 * (u % 2) + 1];
+          if constexpr (kGroupRows) {
+            // The unit's group owns the accumulator rows g with g % G equal to
+            // its slot; the lane's B values (column g) are zero elsewhere.
+            const uint32_t keep = g % kRowGroups == u / kGroupUnits ? ~0u : 0u;
+            b[0][0] &= keep;
+            b[0][1] &= keep;
+          }
         } else {
           uint32_t frag[4];
           ldmatrix_x4(frag, a_step + u * 32);
@@ -621,7 +732,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           for (int mt = 0; mt < kMT; ++mt)
             mma_16x8x16<kBF16>(part[j][mt], frag_a, b[mt][0], b[mt][1]);
         }
-        if (kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) {
+        if (kGroupUnits < kStepUnits && !kGroupRows && (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
           add_sums(i_stage, slot);
           fold_group(step_words, slot);
@@ -647,9 +758,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
             fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
                        words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
         }
-        if (kGroupUnits >= kStepUnits && u == kStepUnits - 1) {  // the step's one fold
+        if ((kGroupUnits >= kStepUnits || kGroupRows) && u == kStepUnits - 1) {  // the step's one fold
           add_sums(i_stage, 0);
-          fold_group(step_words, 0);
+          if constexpr (kGroupRows)
+            fold_group_rows(step_words);
+          else
+            fold_group(step_words, 0);
         }
         if constexpr (!kBulkRing) cp_async_commit();
       }
@@ -691,9 +805,22 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // lane's last copy (waited for above) before any lane's store.
     __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
-    for_each_output([&](float& v, int m, int column) {
-      if (m < rows) sums[m * 64 + column] = v;
-    });
+    if constexpr (kGroupRows) {
+      float total[4][2];
+      group_row_totals(total);
+      const int t = lane & 3;
+      const int m = 2 * t / kRowGroups;
+      if (2 * t % kRowGroups == 0 && m < rows) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) sums[m * 64 + 16 * j + g + 8 * c] = total[j][c];
+      }
+    } else {
+      for_each_output([&](float& v, int m, int column) {
+        if (m < rows) sums[m * 64 + column] = v;
+      });
+    }
     __syncthreads();
     const int tile = blockIdx.x / p.tile_split;
     auto warp_total = [&](int idx) {
@@ -826,10 +953,11 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // Host side.
 // ---------------------------------------------------------------------------
 
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
+          bool kGroupRows>
 cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                         cudaStream_t stream) {
-  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>;
+  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
   if (p.tile_split > 1) {
@@ -853,12 +981,14 @@ cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimit
   return cudaGetLastError();
 }
 
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
 cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                           cudaStream_t stream) {
-  cudaError_t err = p.tile_split
-                        ? launch_main<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream)
-                        : launch_main<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
+  cudaError_t err =
+      p.tile_split
+          ? launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows>(p, smem_bytes, device, stream)
+          : launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows>(p, smem_bytes, device,
+                                                                     stream);
   if (err != cudaSuccess) return err;
   if (p.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
@@ -874,13 +1004,25 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
   return err;
 }
 
+// Groups of 32 and 64 at M x G <= 8 take the group rows (stream_plan.h's
+// stream_group_rows, which also sized the staged A).
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
+cudaError_t launch_group_rows(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+                              cudaStream_t stream) {
+  if constexpr (kMT == 1) {
+    if (stream_group_rows(p.M, int64_t{16} * kGroupUnits))
+      return launch_stream<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream);
+  }
+  return launch_stream<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
+}
+
 template <typename T, ZeroPointKind kZP, int kMT>
 cudaError_t dispatch_group_units(const StreamParams& p, int smem_bytes,
                                  const DeviceLimits& device, cudaStream_t stream) {
   switch (p.log2_group_units) {
-    case 1: return launch_stream<T, kZP, kMT, 2>(p, smem_bytes, device, stream);
-    case 2: return launch_stream<T, kZP, kMT, 4>(p, smem_bytes, device, stream);
-    default: return launch_stream<T, kZP, kMT, kStepUnits>(p, smem_bytes, device, stream);
+    case 1: return launch_group_rows<T, kZP, kMT, 2>(p, smem_bytes, device, stream);
+    case 2: return launch_group_rows<T, kZP, kMT, 4>(p, smem_bytes, device, stream);
+    default: return launch_stream<T, kZP, kMT, kStepUnits, false>(p, smem_bytes, device, stream);
   }
 }
 
@@ -937,7 +1079,8 @@ bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
   StreamPlan plan{};
   const bool planned = plan_on_device(args, device, split_k_override, &plan);
   *info = StreamGridInfo{plan.blocks,     plan.k_steps,   plan.total_steps,
-                         plan.smem_bytes, plan.max_parts, plan.tile_split};
+                         plan.smem_bytes, plan.max_parts, plan.tile_split,
+                         stream_group_rows(args.M, args.group_size) ? 1 : 0};
   return planned;
 }
 

@@ -54,6 +54,15 @@ constexpr int kBarrierBytes = kStreamWarps * kBulkRuns * 8;
 constexpr int kARowBytes = 2 * kStepK + 16;
 // Per staged step, row and group: the two fp32 sums of A the fold takes.
 constexpr int kSumsBytes = 2 * sizeof(float);
+// Group rows (groups of 32 or 64, G = 4 or 2 a step, and M x G <= 8): the
+// streaming kernel gives each row and group of a step its own column of the
+// MMA's n8 tile, the columns a GEMV leaves empty, so that every group is
+// folded (its scale and zero point applied) once a step, as groups of 128
+// are, instead of once per group (stream_kernel.cu). The staged A is the
+// same; only the lanes' use of it changes.
+__host__ __device__ constexpr bool stream_group_rows(int64_t M, int64_t group_size) {
+  return group_size >= 32 && group_size < kStepK && M * (kStepK / group_size) <= 8;
+}
 // A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
 // is unit 7's k 8-15, i.e. one unpadded row of a step.
 constexpr int kZeroRowBytes = 2 * kStepK;

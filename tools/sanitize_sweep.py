@@ -19,7 +19,8 @@ import numpy as np
 import jax_marlin as jm
 from jax_marlin import ops
 
-SHAPES = [(1, 37, 72), (3, 130, 200), (12, 600, 1000), (17, 200, 1000), (65, 520, 136), (130, 70, 4100),
+SHAPES = [(1, 37, 72), (2, 130, 200), (3, 130, 200), (12, 600, 1000), (17, 200, 1000),
+          (65, 520, 136), (130, 70, 4100),
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split
 
 
