@@ -101,7 +101,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // larger groups a step lies inside one group (steps start at multiples of
   // 128 of k and group sizes are powers of two).
   constexpr int kGroupsPerStep = kGroupUnits < kStepUnits ? kStepUnits / kGroupUnits : 1;
-  // Staged rows per row of A, and sums per staged row and step.
   // kGroupRows: the accumulator rows (the n8 tile's columns) per row of A.
   constexpr int kRowGroups = kGroupRows ? kGroupsPerStep : 1;
 
@@ -358,7 +357,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const uint32_t a_col = (kMT == 1 ? (mat >> 1) * 32 : 0) + (mat & 1) * 16;
   // kGroupRows: ldmatrix row r feeds accumulator row r, which is row r / G of
   // A in the step's group r % G; each unit keeps only the lanes of its group
-  // (unit_keep, below), so the other groups' columns get zeros.
+  // (`keep` in the unit loop), so the other groups' columns get zeros.
   const int a_real_row = a_row / kRowGroups;
   const uint32_t a_lane =
       a_real_row < rows ? a_base + a_real_row * kARowBytes + a_col : zero_row + a_col;

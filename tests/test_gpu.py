@@ -116,6 +116,7 @@ def _stream_cases():
         # four with two; ragged K (the last step's groups past K) and N.
         dict(M=1, N=1100, K=1000, block=32, zp="packed", bias=True),
         dict(M=2, N=600, K=4100, block=32, zp="none", bias=False),
+        dict(M=2, N=130, K=200, block=32, zp="packed", bias=True),
         dict(M=3, N=200, K=520, block=64, zp="packed", bias=True),
         dict(M=4, N=1100, K=1000, block=64, zp="none", bias=True),
     ]
@@ -140,6 +141,9 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M, block):
     case = make_case(rng, N=17408, K=4096, block_size=block, zp="packed", scale_dtype=np.float16)
     a = activations(rng, (M, 4096), np.float16)
     w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16)
+    assert plan["tile_split"] == 0 and plan["max_parts"] > 1, plan
+    assert plan["group_rows"] == (block < 128 and M * (128 // block) <= 8), plan
     fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
     poison_allocator()
     first = np.asarray(fn(a, w))
