@@ -365,11 +365,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   float acc[4][kMT][4] = {};
 
-  // kGroupRows: a row's total over its G staged rows, column 16 j + g + 8 c.
-  // The lane holds staged rows 2 t and 2 t + 1 of row 2 t / G; with G = 4 the
-  // lane t ^ 1 holds the row's other two. Every lane of the warp must call it
-  // (a shuffle); lanes with 2 t % G == 0 hold the total, in a fixed order.
-  auto group_row_totals = [&](float (&total)[4][2]) {
+  // kGroupRows: calls f(m, total) with row m's totals over its G accumulator
+  // rows (total[j][c]: column 16 j + g + 8 c) on the lanes that hold them, for
+  // m < M. The lane holds accumulator rows 2 t and 2 t + 1 of row 2 t / G; with
+  // G = 4 the lane t ^ 1 holds the row's other two, so every lane of the warp
+  // must call it (a shuffle); the sums are added in a fixed order.
+  auto with_group_row_totals = [&](auto&& f) {
+    float total[4][2];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -377,6 +379,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         total[j][c] = acc[j][0][2 * c] + acc[j][0][2 * c + 1];
         if constexpr (kRowGroups == 4) total[j][c] += __shfl_xor_sync(0xffffffffu, total[j][c], 1);
       }
+    const int t = lane & 3;
+    const int m = 2 * t / kRowGroups;
+    if (2 * t % kRowGroups == 0 && m < rows) f(m, total);
   };
 
   // How many blocks share column group ng_, and this block's place among them.
@@ -425,12 +430,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   auto flush = [&](int ng_, int parts, int slot) {
     const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
     if constexpr (kGroupRows) {
-      // One row a lane (2 t / G), written by the lanes that hold its total.
-      float total[4][2];
-      group_row_totals(total);
-      const int t = lane & 3;
-      const int m = 2 * t / kRowGroups;
-      if (2 * t % kRowGroups == 0 && m < rows) {
+      with_group_row_totals([&](int m, const float (&total)[4][2]) {
         if (parts != 1) {
           float* const row = p.workspace + slot * p.M * p.n_pad + m * p.n_pad + n0;
 #pragma unroll
@@ -449,7 +449,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
                     total[j][c] + (bias != nullptr ? to_float<T>(bias[n]) : 0.f));
             }
         }
-      }
+      });
     } else if (parts != 1) {
       float* const part_base = p.workspace + slot * p.M * p.n_pad + n0;
       for_each_lane_row([&](int m, int mt, int h) {
@@ -805,16 +805,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
     if constexpr (kGroupRows) {
-      float total[4][2];
-      group_row_totals(total);
-      const int t = lane & 3;
-      const int m = 2 * t / kRowGroups;
-      if (2 * t % kRowGroups == 0 && m < rows) {
+      with_group_row_totals([&](int m, const float (&total)[4][2]) {
 #pragma unroll
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int c = 0; c < 2; ++c) sums[m * 64 + 16 * j + g + 8 * c] = total[j][c];
-      }
+      });
     } else {
       for_each_output([&](float& v, int m, int column) {
         if (m < rows) sums[m * 64 + column] = v;
