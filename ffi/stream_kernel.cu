@@ -416,15 +416,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // products, the flush of the 16-row kernel was ~1,000 instructions a warp,
   // run once or twice per block: ~15% of a block's instructions at M = 16;
   // SASS, session 5.)
-  // Calls f(m, mt, h) for each of the lane's rows m = 2 t + h + 8 mt below M.
+  // Calls f(v, mt, h) for each of the lane's accumulator rows v = 2 t + h + 8
+  // mt that hold a row of A (v / G < M with kGroupRows, else v < M).
   auto for_each_lane_row = [&](auto&& f) {
     const int t = lane & 3;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = 2 * t + h + 8 * mt;
-        if (m < rows) f(m, mt, h);
+        const int v = 2 * t + h + 8 * mt;
+        if (v / kRowGroups < rows) f(v, mt, h);
       }
   };
   auto flush = [&](int ng_, int parts, int slot) {
@@ -516,21 +517,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // argument is then unused: each row half has its own).
   const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
-    const int t = lane & 3;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int v = 2 * t + h + 8 * mt;
-        const int m = v / kRowGroups;
-        const int s = kGroupRows ? v % kRowGroups : slot;
-        if (m < rows) {
-          const uint2 sums =
-              lds_64(sums_base + ((i * kGroupsPerStep + s) * rows + m) * kSumsBytes);
-          a_sum[mt][h] += __uint_as_float(sums.y);
-          if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
-        }
-      }
+    for_each_lane_row([&](int v, int mt, int h) {
+      const int m = v / kRowGroups;
+      const int s = kGroupRows ? v % kRowGroups : slot;
+      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + s) * rows + m) * kSumsBytes);
+      a_sum[mt][h] += __uint_as_float(sums.y);
+      if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
+    });
   };
   clear_group();
   // C element e of tile (j, mt): column r = 2 j + (e >> 1), row 2 t + (e & 1)
@@ -542,64 +535,62 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // so the cancellation of X is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
+  // A group's words for the lane: its 8 scales and zero points (r: column
+  // 16 (r >> 1) + g + 8 (r & 1)), decoded one at a time by group_constant.
+  auto load_group_words = [&](uint32_t group_words, uint32_t (&w)[4], uint32_t& zeros) {
+    const uint4 group_scales = lds_128(group_words + 16 * g);
+    zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
+    w[0] = group_scales.x, w[1] = group_scales.y, w[2] = group_scales.z, w[3] = group_scales.w;
+  };
+  // Column r's scale, and the offset the fold takes per unit of S.
+  auto group_constant = [&](const uint32_t (&w)[4], uint32_t zeros, int r, float& scale,
+                            float& offset) {
+    const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
+    scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
+                  : __half2float(__ushort_as_half(bits));
+    const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (zeros >> (4 * r)) & 0xFu : 8u;
+    offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp) : static_cast<float>(zp);
+  };
+  // Element e of tile (j, mt): acc += scale (part - X - offset S).
+  auto fold_element = [&](int j, int mt, int e, float scale, float offset) {
+    const float centered =
+        kOneMagic ? fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e])
+                  : fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e] - a_magic[mt][e & 1]);
+    acc[j][mt][e] = fmaf(centered, scale, acc[j][mt][e]);
+  };
   auto fold_group = [&](int words_slot, int slot) {
-    const uint32_t words =
-        words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes;
     __syncwarp();
-    const uint4 group_scales = lds_128(words + 16 * g);
-    const uint32_t group_zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(words + 128 + 4 * g) : 0u;
-    const uint32_t w[4] = {group_scales.x, group_scales.y, group_scales.z, group_scales.w};
+    uint32_t w[4], zeros;
+    load_group_words(words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes, w, zeros);
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
-      const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
-      const float scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
-                                : __half2float(__ushort_as_half(bits));
-      const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (group_zeros >> (4 * r)) & 0xFu : 8u;
-      const float offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp)
-                                     : static_cast<float>(zp);
+      float scale, offset;
+      group_constant(w, zeros, r, scale, offset);
       const int j = r >> 1, h = r & 1;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          const float centered =
-              kOneMagic ? fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e])
-                        : fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e] - a_magic[mt][e & 1]);
-          acc[j][mt][e] = fmaf(centered, scale, acc[j][mt][e]);
-        }
+        for (int e = 2 * h; e < 2 * h + 2; ++e) fold_element(j, mt, e, scale, offset);
     }
     clear_group();
     __syncwarp();
   };
   // kGroupRows: the step's one fold. The lane's accumulator row 2 t + h is
-  // staged row m G + s, group s of the step, so each row half reads its own
-  // group's scales and zero points (the same words fold_group reads for
-  // group s) and the element formula is fold_group's.
+  // row (2 t + h) / G of A in the step's group (2 t + h) % G, so each row half
+  // reads its own group's words (those fold_group reads for that group).
   auto fold_group_rows = [&](int words_slot) {
     const uint32_t words = words_warp + words_slot * kGroupsPerStep * kGroupWordBytes;
     const int t = lane & 3;
     __syncwarp();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint32_t group_words = words + ((2 * t + h) % kGroupsPerStep) * kGroupWordBytes;
-      const uint4 group_scales = lds_128(group_words + 16 * g);
-      const uint32_t group_zeros =
-          kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
-      const uint32_t w[4] = {group_scales.x, group_scales.y, group_scales.z, group_scales.w};
+      uint32_t w[4], zeros;
+      load_group_words(words + ((2 * t + h) % kGroupsPerStep) * kGroupWordBytes, w, zeros);
 #pragma unroll
       for (int r = 0; r < 8; ++r) {
-        const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
-        const float scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
-                                  : __half2float(__ushort_as_half(bits));
-        const uint32_t zp =
-            kZP == ZeroPointKind::kPacked4 ? (group_zeros >> (4 * r)) & 0xFu : 8u;
-        const float offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp)
-                                       : static_cast<float>(zp);
-        const int j = r >> 1, e = 2 * (r & 1) + h;
-        const float centered =
-            kOneMagic ? fmaf(-offset, a_sum[0][h], part[j][0][e])
-                      : fmaf(-offset, a_sum[0][h], part[j][0][e] - a_magic[0][h]);
-        acc[j][0][e] = fmaf(centered, scale, acc[j][0][e]);
+        float scale, offset;
+        group_constant(w, zeros, r, scale, offset);
+        fold_element(r >> 1, 0, 2 * (r & 1) + h, scale, offset);
       }
     }
     clear_group();
