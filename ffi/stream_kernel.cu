@@ -56,6 +56,10 @@
 #include "marlin_device.cuh"
 #include "stream_plan.h"
 
+#ifndef JAX_MARLIN_STREAM_PRESCALE
+#define JAX_MARLIN_STREAM_PRESCALE 1
+#endif
+
 namespace jax_marlin {
 namespace {
 
@@ -103,6 +107,17 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   constexpr int kGroupsPerStep = kGroupUnits < kStepUnits ? kStepUnits / kGroupUnits : 1;
   // kGroupRows: the accumulator rows (the n8 tile's columns) per row of A.
   constexpr int kRowGroups = kGroupRows ? kGroupsPerStep : 1;
+  // Groups of 32 at M = 9-16 (two n8 tiles): the codes are dequantized at the
+  // scale before the MMA (dequant_word, the tiled and wgmma kernels'
+  // conversion: (c - zp) exact, one rounding at the scale) into the
+  // accumulators themselves, so there is no fold, where the fold after the MMA
+  // would run four times a step on 32 accumulators. Static count a step (fp16,
+  // packed zero points): 1,754 -> 1,566, and no spills (the fold's kernel
+  // spilled 56-72 bytes). Elsewhere it costs more than the folds it removes
+  // (one n8 tile, groups of 32: 1,243 -> 1,303; groups of 64, two tiles: 1,437
+  // -> 1,475), since dequant_word is 13 instructions a code word against
+  // magic_codes_word's 5. -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold.
+  constexpr bool kPrescale = JAX_MARLIN_STREAM_PRESCALE && kMT == 2 && kGroupUnits == 2;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = shared_address(smem);
@@ -613,7 +628,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // lanes per sum measured slower where a block has many sums (4096 x 6144 at
   // M = 16: 512; session 4, call 2). The order is fixed: the same sums every
   // run.
-  {
+  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
     constexpr int kSlotK = kStepK / kGroupsPerStep;
     const int n_items = n_stage * kGroupsPerStep * rows;
     for (int item = threadIdx.x; item < n_items; item += kStreamThreads) {
@@ -662,6 +677,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const int i_stage = s_begin + i - stage_begin;
     const uint32_t a_step = a_lane + i_stage * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
+    GroupConstants gc;   // kPrescale: the current group's
 
     if constexpr (kBulkRing) {
       // This step's words were committed kRingSteps steps ago: all but the
@@ -711,18 +727,34 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           b[1][1] = frag[3];
         }
         const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+        if constexpr (kPrescale) {
+          if (u % kGroupUnits == 0) {
+            // The group's words, read between warp-wide syncs as fold_group
+            // reads them (after every lane's copy into the slot has landed,
+            // before the copy that refills it).
+            const uint32_t group_words =
+                words_warp + (step_words * kGroupsPerStep + u / kGroupUnits) * kGroupWordBytes;
+            __syncwarp();
+            load_group_constants<T, kZP>(gc, group_words + 16 * g, group_words + 128 + 4 * g);
+            __syncwarp();
+          }
+        }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           uint32_t h0[2], h1[2];
-          magic_codes_word<T>(words[j], h0, h1);
+          if constexpr (kPrescale)
+            dequant_word<T, kZP>(words[j], gc, j, h0, h1);
+          else
+            magic_codes_word<T>(words[j], h0, h1);
           // A fragment: {row g k 2t.., row g+8 k 2t.., row g k 2t+8.., row g+8 k 2t+8..}
           // = {column (j,0) low k, column (j,1) low k, (j,0) high k, (j,1) high k}.
           const uint32_t frag_a[4] = {h0[0], h1[0], h0[1], h1[1]};
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)
-            mma_16x8x16<kBF16>(part[j][mt], frag_a, b[mt][0], b[mt][1]);
+            mma_16x8x16<kBF16>(kPrescale ? acc[j][mt] : part[j][mt], frag_a, b[mt][0], b[mt][1]);
         }
-        if (kGroupUnits < kStepUnits && !kGroupRows && (u + 1) % kGroupUnits == 0) {
+        if (kGroupUnits < kStepUnits && !kGroupRows && !kPrescale &&
+            (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
           add_sums(i_stage, slot);
           fold_group(step_words, slot);

@@ -119,6 +119,8 @@ def _stream_cases():
         dict(M=2, N=130, K=200, block=32, zp="packed", bias=True),
         dict(M=3, N=200, K=520, block=64, zp="packed", bias=True),
         dict(M=4, N=1100, K=1000, block=64, zp="none", bias=True),
+        # Groups of 32 on two n8 tiles: dequantized at the scale before the MMA.
+        dict(M=12, N=600, K=1000, block=32, zp="packed", bias=True),
     ]
 
 
