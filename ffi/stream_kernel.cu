@@ -56,10 +56,6 @@
 #include "marlin_device.cuh"
 #include "stream_plan.h"
 
-#ifndef JAX_MARLIN_STREAM_PRESCALE
-#define JAX_MARLIN_STREAM_PRESCALE 1
-#endif
-
 namespace jax_marlin {
 namespace {
 
@@ -117,6 +113,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // (one n8 tile, groups of 32: 1,243 -> 1,303; groups of 64, two tiles: 1,437
   // -> 1,475), since dequant_word is 13 instructions a code word against
   // magic_codes_word's 5. -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold.
+  // (stream_prescale in stream_plan.h is the same rule, for the planner, which
+  // then reserves no sums.)
   constexpr bool kPrescale = JAX_MARLIN_STREAM_PRESCALE && kMT == 2 && kGroupUnits == 2;
 
   extern __shared__ __align__(128) unsigned char smem[];
