@@ -60,6 +60,7 @@ NB_MODULE(_cuda, m) {
     plan["smem_bytes"] = info.smem_bytes;
     plan["max_parts"] = info.max_parts;
     plan["tile_split"] = info.tile_split;
+    plan["group_rows"] = info.group_rows != 0;
     return plan;
   });
   // The wgmma kernel's grid (None where another kernel would run the GEMM, or

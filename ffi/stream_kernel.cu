@@ -82,15 +82,40 @@ struct StreamParams : GemmOperands {
 // through distributed shared memory, in rank order. No partials in global
 // memory, no reduce kernel, and C blocks per tile so that 64 tiles still fill
 // the SMs (one block per tile left half of them idle).
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
+//
+// kGroupRows (groups of 32 or 64 with M x G <= 8, G groups a step;
+// stream_plan.h): column m G + s of the n8 tile takes row m of A masked to
+// the step's s-th group, so every group accumulates in its own column and is
+// folded once a step, not once per group (session 6's static count: 1,243
+// instructions a step with groups of 32, 900 with 128; the three extra folds
+// were the difference); the flush adds a row's G columns.
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
+          bool kGroupRows>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
+  static_assert(!kGroupRows || (kMT == 1 && kGroupUnits < kStepUnits),
+                "group rows: one n8 tile, several groups a step");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
   // Groups met in one step: 128 / group_size for groups of 32 and 64; for
   // larger groups a step lies inside one group (steps start at multiples of
   // 128 of k and group sizes are powers of two).
   constexpr int kGroupsPerStep = kGroupUnits < kStepUnits ? kStepUnits / kGroupUnits : 1;
+  // kGroupRows: the accumulator rows (the n8 tile's columns) per row of A.
+  constexpr int kRowGroups = kGroupRows ? kGroupsPerStep : 1;
+  // Groups of 32 at M = 9-16 (two n8 tiles): the codes are dequantized at the
+  // scale before the MMA (dequant_word, the tiled and wgmma kernels'
+  // conversion: (c - zp) exact, one rounding at the scale) into the
+  // accumulators themselves, so there is no fold, where the fold after the MMA
+  // would run four times a step on 32 accumulators. Static count a step (fp16,
+  // packed zero points): 1,754 -> 1,566, and no spills (the fold's kernel
+  // spilled 56-72 bytes). Elsewhere it costs more than the folds it removes
+  // (one n8 tile, groups of 32: 1,243 -> 1,303; groups of 64, two tiles: 1,437
+  // -> 1,475), since dequant_word is 13 instructions a code word against
+  // magic_codes_word's 5. -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold.
+  // (stream_prescale in stream_plan.h is the same rule, for the planner, which
+  // then reserves no sums.)
+  constexpr bool kPrescale = JAX_MARLIN_STREAM_PRESCALE && kMT == 2 && kGroupUnits == 2;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = shared_address(smem);
@@ -343,10 +368,34 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const int mat = lane >> 3;
   const int a_row = kMT == 1 ? (lane & 7) : (lane & 7) + 8 * (mat >> 1);
   const uint32_t a_col = (kMT == 1 ? (mat >> 1) * 32 : 0) + (mat & 1) * 16;
-  const uint32_t a_lane = a_row < rows ? a_base + a_row * kARowBytes + a_col : zero_row + a_col;
-  const uint32_t a_lane_step = a_row < rows ? a_step_bytes : 0;
+  // kGroupRows: ldmatrix row r feeds accumulator row r, which is row r / G of
+  // A in the step's group r % G; each unit keeps only the lanes of its group
+  // (`keep` in the unit loop), so the other groups' columns get zeros.
+  const int a_real_row = a_row / kRowGroups;
+  const uint32_t a_lane =
+      a_real_row < rows ? a_base + a_real_row * kARowBytes + a_col : zero_row + a_col;
+  const uint32_t a_lane_step = a_real_row < rows ? a_step_bytes : 0;
 
   float acc[4][kMT][4] = {};
+
+  // kGroupRows: calls f(m, total) with row m's totals over its G accumulator
+  // rows (total[j][c]: column 16 j + g + 8 c) on the lanes that hold them, for
+  // m < M. The lane holds accumulator rows 2 t and 2 t + 1 of row 2 t / G; with
+  // G = 4 the lane t ^ 1 holds the row's other two, so every lane of the warp
+  // must call it (a shuffle); the sums are added in a fixed order.
+  auto with_group_row_totals = [&](auto&& f) {
+    float total[4][2];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        total[j][c] = acc[j][0][2 * c] + acc[j][0][2 * c + 1];
+        if constexpr (kRowGroups == 4) total[j][c] += __shfl_xor_sync(0xffffffffu, total[j][c], 1);
+      }
+    const int t = lane & 3;
+    const int m = 2 * t / kRowGroups;
+    if (2 * t % kRowGroups == 0 && m < rows) f(m, total);
+  };
 
   // How many blocks share column group ng_, and this block's place among them.
   auto group_parts = [&](int ng_, int* slot) {
@@ -380,20 +429,42 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // products, the flush of the 16-row kernel was ~1,000 instructions a warp,
   // run once or twice per block: ~15% of a block's instructions at M = 16;
   // SASS, session 5.)
-  // Calls f(m, mt, h) for each of the lane's rows m = 2 t + h + 8 mt below M.
+  // Calls f(v, mt, h) for each of the lane's accumulator rows v = 2 t + h + 8
+  // mt that hold a row of A (v / G < M with kGroupRows, else v < M).
   auto for_each_lane_row = [&](auto&& f) {
     const int t = lane & 3;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = 2 * t + h + 8 * mt;
-        if (m < rows) f(m, mt, h);
+        const int v = 2 * t + h + 8 * mt;
+        if (v / kRowGroups < rows) f(v, mt, h);
       }
   };
   auto flush = [&](int ng_, int parts, int slot) {
     const int64_t n0 = static_cast<int64_t>(tile_of(ng_)) * 64 + g;
-    if (parts != 1) {
+    if constexpr (kGroupRows) {
+      with_group_row_totals([&](int m, const float (&total)[4][2]) {
+        if (parts != 1) {
+          float* const row = p.workspace + slot * p.M * p.n_pad + m * p.n_pad + n0;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = total[j][c];
+        } else {
+          T* const row = out + m * p.N + n0;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const int64_t n = n0 + 16 * j + 8 * c;
+              if (n < p.N)
+                row[16 * j + 8 * c] = from_float<T>(
+                    total[j][c] + (bias != nullptr ? to_float<T>(bias[n]) : 0.f));
+            }
+        }
+      });
+    } else if (parts != 1) {
       float* const part_base = p.workspace + slot * p.M * p.n_pad + n0;
       for_each_lane_row([&](int m, int mt, int h) {
         float* const row = part_base + m * p.n_pad;
@@ -453,11 +524,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         for (int e = 0; e < 4; ++e) part[j][mt][e] = 0.f;
     }
   };
-  // Sums of A per (step, group slot, row), X then S, computed once per block below.
+  // Sums of A per (step, group slot, row), X then S, computed once per block
+  // below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
+  // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
+  // argument is then unused: each row half has its own).
   const uint32_t sums_base = a_base + n_stage * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
-    for_each_lane_row([&](int m, int mt, int h) {
-      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + slot) * rows + m) * kSumsBytes);
+    for_each_lane_row([&](int v, int mt, int h) {
+      const int m = v / kRowGroups;
+      const int s = kGroupRows ? v % kRowGroups : slot;
+      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + s) * rows + m) * kSumsBytes);
       a_sum[mt][h] += __uint_as_float(sums.y);
       if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
     });
@@ -472,36 +548,67 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // so the cancellation of X is over at most 128 products
   // whatever the group size (folding only at a group's end measured, in a
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
+  // A group's words for the lane: its 8 scales and zero points (r: column
+  // 16 (r >> 1) + g + 8 (r & 1)), decoded one at a time by group_constant.
+  auto load_group_words = [&](uint32_t group_words, uint32_t (&w)[4], uint32_t& zeros) {
+    const uint4 group_scales = lds_128(group_words + 16 * g);
+    zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
+    w[0] = group_scales.x, w[1] = group_scales.y, w[2] = group_scales.z, w[3] = group_scales.w;
+  };
+  // Column r's scale, and the offset the fold takes per unit of S.
+  auto group_constant = [&](const uint32_t (&w)[4], uint32_t zeros, int r, float& scale,
+                            float& offset) {
+    const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
+    scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
+                  : __half2float(__ushort_as_half(bits));
+    const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (zeros >> (4 * r)) & 0xFu : 8u;
+    offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp) : static_cast<float>(zp);
+  };
+  // Element e of tile (j, mt): acc += scale (part - X - offset S).
+  auto fold_element = [&](int j, int mt, int e, float scale, float offset) {
+    const float centered =
+        kOneMagic ? fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e])
+                  : fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e] - a_magic[mt][e & 1]);
+    acc[j][mt][e] = fmaf(centered, scale, acc[j][mt][e]);
+  };
   auto fold_group = [&](int words_slot, int slot) {
-    const uint32_t words =
-        words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes;
     __syncwarp();
-    const uint4 group_scales = lds_128(words + 16 * g);
-    const uint32_t group_zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(words + 128 + 4 * g) : 0u;
-    const uint32_t w[4] = {group_scales.x, group_scales.y, group_scales.z, group_scales.w};
+    uint32_t w[4], zeros;
+    load_group_words(words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes, w, zeros);
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
-      const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
-      const float scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
-                                : __half2float(__ushort_as_half(bits));
-      const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (group_zeros >> (4 * r)) & 0xFu : 8u;
-      const float offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp)
-                                     : static_cast<float>(zp);
+      float scale, offset;
+      group_constant(w, zeros, r, scale, offset);
       const int j = r >> 1, h = r & 1;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          const float centered =
-              kOneMagic ? fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e])
-                        : fmaf(-offset, a_sum[mt][e & 1], part[j][mt][e] - a_magic[mt][e & 1]);
-          acc[j][mt][e] = fmaf(centered, scale, acc[j][mt][e]);
-        }
+        for (int e = 2 * h; e < 2 * h + 2; ++e) fold_element(j, mt, e, scale, offset);
     }
     clear_group();
     __syncwarp();
   };
-
+  // kGroupRows: the step's one fold. The lane's accumulator row 2 t + h is
+  // row (2 t + h) / G of A in the step's group (2 t + h) % G, so each row half
+  // reads its own group's words (those fold_group reads for that group).
+  auto fold_group_rows = [&](int words_slot) {
+    const uint32_t words = words_warp + words_slot * kGroupsPerStep * kGroupWordBytes;
+    const int t = lane & 3;
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint32_t w[4], zeros;
+      load_group_words(words + ((2 * t + h) % kGroupsPerStep) * kGroupWordBytes, w, zeros);
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        float scale, offset;
+        group_constant(w, zeros, r, scale, offset);
+        fold_element(r >> 1, 0, 2 * (r & 1) + h, scale, offset);
+      }
+    }
+    clear_group();
+    __syncwarp();
+  };
 
   // A is the oldest group: once at most the ring's later groups are pending,
   // this thread's A chunks have landed; the barrier makes everyone's visible.
@@ -519,7 +626,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // lanes per sum measured slower where a block has many sums (4096 x 6144 at
   // M = 16: 512; session 4, call 2). The order is fixed: the same sums every
   // run.
-  {
+  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
     constexpr int kSlotK = kStepK / kGroupsPerStep;
     const int n_items = n_stage * kGroupsPerStep * rows;
     for (int item = threadIdx.x; item < n_items; item += kStreamThreads) {
@@ -568,6 +675,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const int i_stage = s_begin + i - stage_begin;
     const uint32_t a_step = a_lane + i_stage * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
+    GroupConstants gc;   // kPrescale: the current group's
 
     if constexpr (kBulkRing) {
       // This step's words were committed kRingSteps steps ago: all but the
@@ -601,6 +709,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           if (u % 2 == 0) ldmatrix_x4(b_pair, a_step + u * 32);
           b[0][0] = b_pair[2 * (u % 2)];
           b[0][1] = b_pair[2 * (u % 2) + 1];
+          if constexpr (kGroupRows) {
+            // The unit's group owns the accumulator rows g with g % G equal to
+            // its slot; the lane's B values (column g) are zero elsewhere.
+            const uint32_t keep = g % kRowGroups == u / kGroupUnits ? ~0u : 0u;
+            b[0][0] &= keep;
+            b[0][1] &= keep;
+          }
         } else {
           uint32_t frag[4];
           ldmatrix_x4(frag, a_step + u * 32);
@@ -610,18 +725,34 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           b[1][1] = frag[3];
         }
         const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+        if constexpr (kPrescale) {
+          if (u % kGroupUnits == 0) {
+            // The group's words, read between warp-wide syncs as fold_group
+            // reads them (after every lane's copy into the slot has landed,
+            // before the copy that refills it).
+            const uint32_t group_words =
+                words_warp + (step_words * kGroupsPerStep + u / kGroupUnits) * kGroupWordBytes;
+            __syncwarp();
+            load_group_constants<T, kZP>(gc, group_words + 16 * g, group_words + 128 + 4 * g);
+            __syncwarp();
+          }
+        }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           uint32_t h0[2], h1[2];
-          magic_codes_word<T>(words[j], h0, h1);
+          if constexpr (kPrescale)
+            dequant_word<T, kZP>(words[j], gc, j, h0, h1);
+          else
+            magic_codes_word<T>(words[j], h0, h1);
           // A fragment: {row g k 2t.., row g+8 k 2t.., row g k 2t+8.., row g+8 k 2t+8..}
           // = {column (j,0) low k, column (j,1) low k, (j,0) high k, (j,1) high k}.
           const uint32_t frag_a[4] = {h0[0], h1[0], h0[1], h1[1]};
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)
-            mma_16x8x16<kBF16>(part[j][mt], frag_a, b[mt][0], b[mt][1]);
+            mma_16x8x16<kBF16>(kPrescale ? acc[j][mt] : part[j][mt], frag_a, b[mt][0], b[mt][1]);
         }
-        if (kGroupUnits < kStepUnits && (u + 1) % kGroupUnits == 0) {
+        if (kGroupUnits < kStepUnits && !kGroupRows && !kPrescale &&
+            (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
           add_sums(i_stage, slot);
           fold_group(step_words, slot);
@@ -647,9 +778,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
             fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
                        words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
         }
-        if (kGroupUnits >= kStepUnits && u == kStepUnits - 1) {  // the step's one fold
+        if ((kGroupUnits >= kStepUnits || kGroupRows) && u == kStepUnits - 1) {  // the step's one fold
           add_sums(i_stage, 0);
-          fold_group(step_words, 0);
+          if constexpr (kGroupRows)
+            fold_group_rows(step_words);
+          else
+            fold_group(step_words, 0);
         }
         if constexpr (!kBulkRing) cp_async_commit();
       }
@@ -691,9 +825,18 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // lane's last copy (waited for above) before any lane's store.
     __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
-    for_each_output([&](float& v, int m, int column) {
-      if (m < rows) sums[m * 64 + column] = v;
-    });
+    if constexpr (kGroupRows) {
+      with_group_row_totals([&](int m, const float (&total)[4][2]) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) sums[m * 64 + 16 * j + g + 8 * c] = total[j][c];
+      });
+    } else {
+      for_each_output([&](float& v, int m, int column) {
+        if (m < rows) sums[m * 64 + column] = v;
+      });
+    }
     __syncthreads();
     const int tile = blockIdx.x / p.tile_split;
     auto warp_total = [&](int idx) {
@@ -826,10 +969,11 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // Host side.
 // ---------------------------------------------------------------------------
 
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit>
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
+          bool kGroupRows>
 cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                         cudaStream_t stream) {
-  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit>;
+  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
   if (p.tile_split > 1) {
@@ -853,12 +997,14 @@ cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimit
   return cudaGetLastError();
 }
 
-template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
 cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
                           cudaStream_t stream) {
-  cudaError_t err = p.tile_split
-                        ? launch_main<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream)
-                        : launch_main<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
+  cudaError_t err =
+      p.tile_split
+          ? launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows>(p, smem_bytes, device, stream)
+          : launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows>(p, smem_bytes, device,
+                                                                     stream);
   if (err != cudaSuccess) return err;
   if (p.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
@@ -874,13 +1020,25 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
   return err;
 }
 
+// Groups of 32 and 64 at M x G <= 8 take the group rows (stream_plan.h's
+// stream_group_rows, which also sized the staged A).
+template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
+cudaError_t launch_group_rows(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+                              cudaStream_t stream) {
+  if constexpr (kMT == 1) {
+    if (stream_group_rows(p.M, int64_t{16} * kGroupUnits))
+      return launch_stream<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream);
+  }
+  return launch_stream<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
+}
+
 template <typename T, ZeroPointKind kZP, int kMT>
 cudaError_t dispatch_group_units(const StreamParams& p, int smem_bytes,
                                  const DeviceLimits& device, cudaStream_t stream) {
   switch (p.log2_group_units) {
-    case 1: return launch_stream<T, kZP, kMT, 2>(p, smem_bytes, device, stream);
-    case 2: return launch_stream<T, kZP, kMT, 4>(p, smem_bytes, device, stream);
-    default: return launch_stream<T, kZP, kMT, kStepUnits>(p, smem_bytes, device, stream);
+    case 1: return launch_group_rows<T, kZP, kMT, 2>(p, smem_bytes, device, stream);
+    case 2: return launch_group_rows<T, kZP, kMT, 4>(p, smem_bytes, device, stream);
+    default: return launch_stream<T, kZP, kMT, kStepUnits, false>(p, smem_bytes, device, stream);
   }
 }
 
@@ -937,7 +1095,8 @@ bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
   StreamPlan plan{};
   const bool planned = plan_on_device(args, device, split_k_override, &plan);
   *info = StreamGridInfo{plan.blocks,     plan.k_steps,   plan.total_steps,
-                         plan.smem_bytes, plan.max_parts, plan.tile_split};
+                         plan.smem_bytes, plan.max_parts, plan.tile_split,
+                         stream_group_rows(args.M, args.group_size) ? 1 : 0};
   return planned;
 }
 

@@ -54,6 +54,24 @@ constexpr int kBarrierBytes = kStreamWarps * kBulkRuns * 8;
 constexpr int kARowBytes = 2 * kStepK + 16;
 // Per staged step, row and group: the two fp32 sums of A the fold takes.
 constexpr int kSumsBytes = 2 * sizeof(float);
+// Group rows (groups of 32 or 64, G = 4 or 2 a step, and M x G <= 8): the
+// streaming kernel gives each row and group of a step its own column of the
+// MMA's n8 tile, the columns a GEMV leaves empty, so that every group is
+// folded (its scale and zero point applied) once a step, as groups of 128
+// are, instead of once per group (stream_kernel.cu). The staged A is the
+// same; only the lanes' use of it changes.
+__host__ __device__ constexpr bool stream_group_rows(int64_t M, int64_t group_size) {
+  return group_size >= 32 && group_size < kStepK && M * (kStepK / group_size) <= 8;
+}
+// Groups of 32 at M = 9-16 dequantize at the scale before the MMA and fold
+// nothing, so the planner reserves no sums of A for them (stream_kernel.cu's
+// kPrescale; -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold).
+#ifndef JAX_MARLIN_STREAM_PRESCALE
+#define JAX_MARLIN_STREAM_PRESCALE 1
+#endif
+__host__ __device__ constexpr bool stream_prescale(int64_t M, int64_t group_size) {
+  return JAX_MARLIN_STREAM_PRESCALE && M > 8 && group_size == 32;
+}
 // A zero row for the ldmatrix lanes of rows >= M: the farthest any lane reads
 // is unit 7's k 8-15, i.e. one unpadded row of a step.
 constexpr int kZeroRowBytes = 2 * kStepK;
@@ -146,9 +164,12 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t L = ceil_div(args.k_pad / 16, kStepUnits);
   const int64_t T = n_groups * L;
   if (T > INT32_MAX / 2) return false;
-  // Per step of the block: A's rows, and two fp32 sums of A per row and group.
+  // Per step of the block: A's rows, and two fp32 sums of A per row and group
+  // (none where the kernel folds nothing).
   const int64_t groups_per_step = std::max<int64_t>(1, kStepK / args.group_size);
-  const int64_t step_bytes = args.M * (kARowBytes + kSumsBytes * groups_per_step);
+  const int64_t step_bytes =
+      args.M *
+      (kARowBytes + (stream_prescale(args.M, args.group_size) ? 0 : kSumsBytes * groups_per_step));
   // The rings (codes and group words), the zero row and the ring's barriers:
   // the fixed part.
   const int64_t fixed_bytes =

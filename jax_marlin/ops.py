@@ -250,7 +250,9 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
 def stream_plan(M: int, w, dtype, split_k: int = 0):
     """The streaming CUDA kernel's grid for an (M, K) x `w` GEMM on the current GPU, as
     `_cuda` would launch it (a dict: blocks, k_steps, total_steps, smem_bytes, max_parts
-    (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split)), or None
+    (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split), group_rows
+    (groups of 32 or 64 at M x groups a step <= 8: a column of the MMA per row and
+    group)), or None
     where the tiled kernel runs it. Every path computes the same product, so tests ask
     this which one they hit.
     """

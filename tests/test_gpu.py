@@ -111,23 +111,41 @@ def _stream_cases():
         dict(M=12, N=130, K=1000, block=1024, zp="packed", bias=False),  # per-channel
         dict(M=2, N=200, K=520, block=16, zp="packed", bias=False),  # tiled fallback
         dict(M=7, N=200, K=520, block=64, zp="float", bias=True),  # tiled fallback
+        # Group rows (M x G <= 8 with G = 128 / block groups a step): one and two rows
+        # with four groups a step (two rows: a row's columns on two lanes), three and
+        # four with two; ragged K (the last step's groups past K) and N.
+        dict(M=1, N=1100, K=1000, block=32, zp="packed", bias=True),
+        dict(M=2, N=600, K=4100, block=32, zp="none", bias=False),
+        dict(M=2, N=130, K=200, block=32, zp="packed", bias=True),
+        dict(M=3, N=200, K=520, block=64, zp="packed", bias=True),
+        dict(M=4, N=1100, K=1000, block=64, zp="none", bias=True),
+        # Groups of 32 on two n8 tiles: dequantized at the scale before the MMA.
+        dict(M=12, N=600, K=1000, block=32, zp="packed", bias=True),
     ]
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("c", _stream_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}".format(**c))
 def test_small_m_kernel_every_split(rng, c, dtype):
-    _check_every_path(rng, c, HALF[dtype])
+    _, w, _, _ = _check_every_path(rng, c, HALF[dtype])
+    plan = ops.stream_plan(c["M"], w, HALF[dtype])
+    if plan is not None:  # streamed: group rows exactly for 2 or 4 groups a step and M x G <= 8
+        groups = 128 // c["block"] if c["block"] < 128 else 1
+        assert plan["group_rows"] == (groups > 1 and c["M"] * groups <= 8), (c, plan)
 
 
-@pytest.mark.parametrize("M", [1, 16])
-def test_small_m_balanced_grid_crosses_column_groups(rng, M):
+@pytest.mark.parametrize("M, block", [(1, 128), (16, 128), (1, 32), (2, 32), (4, 64)])
+def test_small_m_balanced_grid_crosses_column_groups(rng, M, block):
     """4096 x 17408: 272 tiles, too many for the tile split on an H200, so the
     stream-K grid spreads 1088 steps over ~2 blocks per SM: blocks start and end
-    inside column groups and most groups are summed from several partials."""
-    case = make_case(rng, N=17408, K=4096, block_size=128, zp="packed", scale_dtype=np.float16)
+    inside column groups and most groups are summed from several partials (with
+    groups of 32 and 64 at these M, from the group rows' per-group columns)."""
+    case = make_case(rng, N=17408, K=4096, block_size=block, zp="packed", scale_dtype=np.float16)
     a = activations(rng, (M, 4096), np.float16)
     w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16)
+    assert plan["tile_split"] == 0 and plan["max_parts"] > 1, plan
+    assert plan["group_rows"] == (block < 128 and M * (128 // block) <= 8), plan
     fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
     poison_allocator()
     first = np.asarray(fn(a, w))
