@@ -172,6 +172,43 @@ def test_small_m_tile_split_on_a_projection_shape(rng, M):
     np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
 
 
+@pytest.mark.parametrize("M", [1, 4, 16])
+def test_streamed_gemm_reads_what_the_kernel_before_it_wrote(rng, M):
+    """GEMMs back to back in one program, each one's A the previous one's output (a
+    stream-K shape, so the kernel before the next GEMM is a reduce kernel, then a tile
+    split shape), and weights repacked in the same jitted program as the GEMM that reads
+    them: what a launch that may overlap its predecessor (a programmatic dependent
+    launch) would have to get right."""
+    cases = [make_case(rng, N=n, K=k, block_size=128, zp="packed", scale_dtype=np.float16)
+             for n, k in [(17408, 4096), (4096, 17408), (4096, 4096)]]
+    weights = [c.prepare() for c in cases]
+    a = activations(rng, (M, 4096), np.float16)
+
+    @jax.jit
+    def chain(x, weights):
+        outs = []
+        for w in weights:
+            x = jm.matmul_nbits(x, w)
+            outs.append(x)
+        return outs
+
+    poison_allocator()
+    outs = chain(jnp.asarray(a), weights)
+    x = a
+    for case, out in zip(cases, outs):
+        # Each GEMM against the oracle on the A it was given (the previous output).
+        assert_close(out, oracle64(x, case), np.float16)
+        x = np.asarray(out)
+
+    case = cases[0]
+    made_here = jax.jit(lambda x, packed, scales, zp: jm.matmul_nbits(
+        x, jm.prepare(packed, scales, zp, **case.attrs)))
+    poison_allocator()
+    out = made_here(jnp.asarray(a), jnp.asarray(case.packed), jnp.asarray(case.scales),
+                    jnp.asarray(case.zero_points))
+    assert_close(out, oracle64(a, case), np.float16)
+
+
 def test_stream_plan_reports_each_kernel(rng):
     """ops.stream_plan (what tests use to know their path) against what it must say: a
     decode GEMM streams; a forced aligned split gives that many parts; a forced tile

@@ -117,10 +117,12 @@ if [ -n "${BENCH-}" ]; then
      grep -E "jax_marlin|tinygemm" "$OUT/$n/bench.log" | grep -v "^#" | tail -40)
   done
 fi
-if [ -n "${DECODE-}" ]; then
-  (cd /tmp && PYTHONPATH="/tmp/v/${DECODE_VARIANT:-main}" timeout "${DECODE_TIMEOUT:-150}" \
-     python3 "$repo/examples/decode.py" $DECODE --out "$OUT/decode.json" >"$OUT/decode.log" 2>&1;
-   tail -6 "$OUT/decode.log")
-fi
+# DECODE_VARIANT may name several variants: $OUT/decode_<variant>.{json,log} each.
+for v in ${DECODE:+${DECODE_VARIANT:-main}}; do
+  echo "== decode $v"
+  (cd /tmp && PYTHONPATH="/tmp/v/$v" timeout "${DECODE_TIMEOUT:-150}" \
+     python3 "$repo/examples/decode.py" $DECODE --out "$OUT/decode_$v.json" >"$OUT/decode_$v.log" 2>&1;
+   tail -6 "$OUT/decode_$v.log")
+done
 echo "total $(( $(date +%s) - start )) s"
 (cd "$OUT" && tar -czf /tmp/ab.tar.gz --exclude='*.png' . && rm -rf ./* && mv /tmp/ab.tar.gz .)
