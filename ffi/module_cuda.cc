@@ -61,6 +61,7 @@ NB_MODULE(_cuda, m) {
     plan["max_parts"] = info.max_parts;
     plan["tile_split"] = info.tile_split;
     plan["group_rows"] = info.group_rows != 0;
+    plan["a_phase_steps"] = info.a_phase_steps;
     return plan;
   });
   // The wgmma kernel's grid (None where another kernel would run the GEMM, or

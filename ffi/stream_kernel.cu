@@ -67,7 +67,7 @@ struct StreamParams : GemmOperands {
   int k_steps;           // L: steps in one column group's k-range
   int total_steps;       // T = column groups x L
   int blocks;            // B
-  int any_cut;           // some column group is cut: the reduce kernel must run
+  int a_phase_steps;     // P: stream-K stages A P steps at a time (stream_plan.h)
   int reduce_sliced;     // the reduce kernel gives each output 8 threads
   int tile_split;        // C > 0 blocks per 64-column tile, warps splitting k; 0: stream-K
 };
@@ -138,6 +138,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
     n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
   }
+  // A in phases (stream-K at M > 8, where the plan says so; stream_plan.h):
+  // the block's step i is staged, with its sums, at i mod 2P (P =
+  // p.a_phase_steps): phase q (steps q P .. q P + P - 1) in the slot of P
+  // steps at 0 or P. A block whose steps fit at once (P >= its steps) has one
+  // phase. Under kTileSplit the warps are at different steps, and the M <= 8
+  // kernels are built without phases (their A fits one wave on the shapes
+  // measured): there every step is staged.
+  constexpr bool kPhases = !kTileSplit && kMT == 2;
+  const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
   const uint32_t* __restrict__ zero_points = static_cast<const uint32_t*>(p.zero_points);
@@ -243,7 +252,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   };
 
-  // Stage A for all of this block's steps, one commit group: staged step i, row
+  // Stage A for this block's first two phases (all of its steps where they
+  // fit), one commit group: staged step i, row
   // r < M, 16-byte chunk c (8 k) at a_base + i * a_step_bytes +
   // r * kARowBytes + 16 c. Only the M real rows are staged (at M = 1 that is
   // 1/8 of a padded tile, which leaves shared memory to the code ring); the
@@ -257,22 +267,27 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   constexpr int kAOffset = kBarrierOffset + kBarrierBytes;
   const uint32_t zero_row = smem_base + kZeroRowOffset;
   const uint32_t a_base = smem_base + kAOffset;
-  {
-    for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
-      *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
-    const T* __restrict__ a = static_cast<const T*>(p.a);
+  // Copies `count` of the block's steps from its step `first` to staged steps
+  // `slot` .. slot + count - 1 (asynchronously; the caller commits).
+  const T* __restrict__ a = static_cast<const T*>(p.a);
+  auto stage_a = [&](int first, int count, int slot) {
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
-    for (int c = threadIdx.x; c < n_stage * chunks_per_step; c += kStreamThreads) {
+    for (int c = threadIdx.x; c < count * chunks_per_step; c += kStreamThreads) {
       const int i = c / chunks_per_step;
       const int row = (c / kChunksPerRow) % rows;
       const int chunk = c % kChunksPerRow;
-      const int ks_i = (stage_begin + i) % p.k_steps;
+      const int ks_i = (stage_begin + first + i) % p.k_steps;
       const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
       const bool inside = k < p.K;
-      cp_async_16(a_base + i * a_step_bytes + row * kARowBytes + chunk * 16,
+      cp_async_16(a_base + (slot + i) * a_step_bytes + row * kARowBytes + chunk * 16,
                   inside ? a + row * p.K + k : a, inside ? 16 : 0);
     }
+  };
+  {
+    for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
+      *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
+    stage_a(0, a_slot_steps, 0);  // phases 0 and 1
     cp_async_commit();
   }
 
@@ -528,7 +543,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
   // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
   // argument is then unused: each row half has its own).
-  const uint32_t sums_base = a_base + n_stage * a_step_bytes;
+  const uint32_t sums_base = a_base + a_slot_steps * a_step_bytes;
   auto add_sums = [&](int i, int slot) {
     for_each_lane_row([&](int v, int mt, int h) {
       const int m = v / kRowGroups;
@@ -618,7 +633,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     cp_async_wait<kRingUnits>();
   __syncthreads();
   // Each group's sums of activations per row (X and S above), in fp32, once
-  // per block (the block's warps share its staged k-steps): a thread per
+  // per block and phase (the block's warps share its staged k-steps): a thread per
   // (step, group, row), reading its kSlotK elements 16 bytes at a time, k =
   // 0..7 and 8..15 of every 16 (the even and the odd chunks) in two chains of
   // adds of four pair sums each. One element at a time, 128 dependent adds
@@ -626,15 +641,17 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // lanes per sum measured slower where a block has many sums (4096 x 6144 at
   // M = 16: 512; session 4, call 2). The order is fixed: the same sums every
   // run.
-  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
+  // The sums of staged steps `slot` .. slot + count - 1 (a phase; a block
+  // with one phase: all of its steps).
+  auto compute_sums = [&](int slot, int count) {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
-    const int n_items = n_stage * kGroupsPerStep * rows;
+    const int n_items = count * kGroupsPerStep * rows;
     for (int item = threadIdx.x; item < n_items; item += kStreamThreads) {
       const int row = item % rows;
-      const int slot = (item / rows) % kGroupsPerStep;
+      const int group_slot = (item / rows) % kGroupsPerStep;
       const int i = item / (rows * kGroupsPerStep);
-      const unsigned char* src =
-          smem + kAOffset + i * a_step_bytes + row * kARowBytes + 2 * slot * kSlotK;
+      const unsigned char* src = smem + kAOffset + (slot + i) * a_step_bytes + row * kARowBytes +
+                                 2 * group_slot * kSlotK;
       float low_k = 0.f, high_k = 0.f;
 #pragma unroll
       for (int c = 0; c < kSlotK / 8; ++c) {
@@ -646,17 +663,44 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         else
           high_k += chunk;
       }
-      float* sums =
-          reinterpret_cast<float*>(smem + kAOffset + n_stage * a_step_bytes + kSumsBytes * item);
+      float* sums = reinterpret_cast<float*>(smem + kAOffset + a_slot_steps * a_step_bytes +
+                                             kSumsBytes * (slot * kGroupsPerStep * rows + item));
       sums[0] = fmaf(kMagicLowK<T>, low_k, kMagicHighK<T> * high_k);  // X
       sums[1] = low_k + high_k;                                        // S
     }
+  };
+  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
+    compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
     __syncthreads();
   }
 
   int ring_slot = 0;
   int words_i = 0;  // i mod kWordsSteps
+  // Where step i's A and sums are staged: i mod 2P with phases, else its
+  // index among the block's staged steps (under kTileSplit the warps are at
+  // different steps; the block staged all of k).
+  int phase_index = 0;  // kPhases: i mod 2P
   for (int i = 0; i < n_steps; ++i) {
+    const int a_index = kPhases ? phase_index : s_begin + i - stage_begin;
+    if (kPhases && i > 0 && (a_index == 0 || a_index == p.a_phase_steps)) {
+      // A phase starts, in slot a_index (every warp of the block is at the
+      // same step: in stream-K they share the block's steps). After the
+      // barrier no warp reads the other slot any more, and this phase's A
+      // (committed a phase ago, at least kRingSteps + 1 steps: every thread's
+      // ring waits have seen its own copies land) is visible to all. Then the
+      // next phase's copy into the other slot, this phase's sums, and a
+      // barrier before any warp reads them.
+      const int phase = p.a_phase_steps;
+      __syncthreads();
+      if (i + phase < n_stage) {
+        stage_a(i + phase, min(phase, n_stage - i - phase), phase - a_index);
+        cp_async_commit();
+      }
+      if constexpr (!kPrescale) {
+        compute_sums(a_index, min(phase, n_stage - i));
+        __syncthreads();
+      }
+    }
     const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
     // Step i + kRingSteps's codes: the step's start for the bulk ring's lane
     // 0, this lane's 16 bytes of its first unit for cp.async. Opaque to the
@@ -670,10 +714,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const int step_words =
         kGroupsPerStep > 1 ? words_i : static_cast<int>((words_slot_of >> (2 * ring_slot)) & 3u);
     const bool segment_ends = i + 1 == n_steps || ng1 != ng;
-    // Where this step's A was staged (under kTileSplit the warps are at
-    // different steps; the block staged all of k).
-    const int i_stage = s_begin + i - stage_begin;
-    const uint32_t a_step = a_lane + i_stage * a_lane_step;
+    const uint32_t a_step = a_lane + a_index * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
     GroupConstants gc;   // kPrescale: the current group's
 
@@ -754,7 +795,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (kGroupUnits < kStepUnits && !kGroupRows && !kPrescale &&
             (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
-          add_sums(i_stage, slot);
+          add_sums(a_index, slot);
           fold_group(step_words, slot);
         }
         if constexpr (kBulkRing) {
@@ -779,7 +820,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
                        words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
         }
         if ((kGroupUnits >= kStepUnits || kGroupRows) && u == kStepUnits - 1) {  // the step's one fold
-          add_sums(i_stage, 0);
+          add_sums(a_index, 0);
           if constexpr (kGroupRows)
             fold_group_rows(step_words);
           else
@@ -812,6 +853,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     advance(ng_fill, ks_fill);
     ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
     words_i = words_i + 1 == kWordsSteps ? 0 : words_i + 1;
+    if constexpr (kPhases) {
+      if (++phase_index == 2 * p.a_phase_steps) phase_index = 0;
+    }
   }
   // The last steps' refills were zero-fills of nothing; let them land before
   // the block's shared memory is handed to the next block (or, under
@@ -971,7 +1015,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
           bool kGroupRows>
-cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                         cudaStream_t stream) {
   constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows>;
   cudaError_t err = configure_shared_memory<kernel>(device);
@@ -987,26 +1031,26 @@ cudaError_t launch_main(const StreamParams& p, int smem_bytes, const DeviceLimit
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(p.blocks));
     config.blockDim = dim3(kStreamThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
     config.stream = stream;
     config.attrs = &cluster;
     config.numAttrs = 1;
     return cudaLaunchKernelEx(&config, kernel, p);
   }
-  kernel<<<static_cast<unsigned>(p.blocks), kStreamThreads, smem_bytes, stream>>>(p);
+  kernel<<<static_cast<unsigned>(p.blocks), kStreamThreads, plan.smem_bytes, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
-cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                           cudaStream_t stream) {
   cudaError_t err =
       p.tile_split
-          ? launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows>(p, smem_bytes, device, stream)
-          : launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows>(p, smem_bytes, device,
+          ? launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows>(p, plan, device, stream)
+          : launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows>(p, plan, device,
                                                                      stream);
   if (err != cudaSuccess) return err;
-  if (p.any_cut) {
+  if (plan.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
     // chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
     const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
@@ -1023,39 +1067,39 @@ cudaError_t launch_stream(const StreamParams& p, int smem_bytes, const DeviceLim
 // Groups of 32 and 64 at M x G <= 8 take the group rows (stream_plan.h's
 // stream_group_rows, which also sized the staged A).
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits>
-cudaError_t launch_group_rows(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+cudaError_t launch_group_rows(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                               cudaStream_t stream) {
   if constexpr (kMT == 1) {
     if (stream_group_rows(p.M, int64_t{16} * kGroupUnits))
-      return launch_stream<T, kZP, kMT, kGroupUnits, true>(p, smem_bytes, device, stream);
+      return launch_stream<T, kZP, kMT, kGroupUnits, true>(p, plan, device, stream);
   }
-  return launch_stream<T, kZP, kMT, kGroupUnits, false>(p, smem_bytes, device, stream);
+  return launch_stream<T, kZP, kMT, kGroupUnits, false>(p, plan, device, stream);
 }
 
 template <typename T, ZeroPointKind kZP, int kMT>
-cudaError_t dispatch_group_units(const StreamParams& p, int smem_bytes,
+cudaError_t dispatch_group_units(const StreamParams& p, const StreamPlan& plan,
                                  const DeviceLimits& device, cudaStream_t stream) {
   switch (p.log2_group_units) {
-    case 1: return launch_group_rows<T, kZP, kMT, 2>(p, smem_bytes, device, stream);
-    case 2: return launch_group_rows<T, kZP, kMT, 4>(p, smem_bytes, device, stream);
-    default: return launch_stream<T, kZP, kMT, kStepUnits, false>(p, smem_bytes, device, stream);
+    case 1: return launch_group_rows<T, kZP, kMT, 2>(p, plan, device, stream);
+    case 2: return launch_group_rows<T, kZP, kMT, 4>(p, plan, device, stream);
+    default: return launch_stream<T, kZP, kMT, kStepUnits, false>(p, plan, device, stream);
   }
 }
 
 template <typename T, ZeroPointKind kZP>
-cudaError_t dispatch_rows(const StreamParams& p, int smem_bytes, const DeviceLimits& device,
+cudaError_t dispatch_rows(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                           cudaStream_t stream) {
-  return p.M <= 8 ? dispatch_group_units<T, kZP, 1>(p, smem_bytes, device, stream)
-                  : dispatch_group_units<T, kZP, 2>(p, smem_bytes, device, stream);
+  return p.M <= 8 ? dispatch_group_units<T, kZP, 1>(p, plan, device, stream)
+                  : dispatch_group_units<T, kZP, 2>(p, plan, device, stream);
 }
 
 template <typename T>
 cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const StreamParams& p,
-                                 int smem_bytes, const DeviceLimits& device,
+                                 const StreamPlan& plan, const DeviceLimits& device,
                                  cudaStream_t stream) {
   return args.zero_point_kind == ZeroPointKind::kPacked4
-             ? dispatch_rows<T, ZeroPointKind::kPacked4>(p, smem_bytes, device, stream)
-             : dispatch_rows<T, ZeroPointKind::kImplicit>(p, smem_bytes, device, stream);
+             ? dispatch_rows<T, ZeroPointKind::kPacked4>(p, plan, device, stream)
+             : dispatch_rows<T, ZeroPointKind::kImplicit>(p, plan, device, stream);
 }
 
 }  // namespace
@@ -1096,7 +1140,8 @@ bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
   const bool planned = plan_on_device(args, device, split_k_override, &plan);
   *info = StreamGridInfo{plan.blocks,     plan.k_steps,   plan.total_steps,
                          plan.smem_bytes, plan.max_parts, plan.tile_split,
-                         stream_group_rows(args.M, args.group_size) ? 1 : 0};
+                         stream_group_rows(args.M, args.group_size) ? 1 : 0,
+                         plan.a_phase_steps};
   return planned;
 }
 
@@ -1113,12 +1158,11 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.k_steps = plan.k_steps;
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;
-  p.any_cut = plan.any_cut;
   p.reduce_sliced = plan.max_parts > kReduceSerialParts;
   p.tile_split = plan.tile_split;
-  const int smem_bytes = plan.smem_bytes;
+  p.a_phase_steps = plan.a_phase_steps;
   return with_activation_type(args.dtype, [&](auto act) {
-    return dispatch_zero_points<decltype(act)>(args, p, smem_bytes, device, stream);
+    return dispatch_zero_points<decltype(act)>(args, p, plan, device, stream);
   });
 }
 

@@ -31,6 +31,7 @@ struct StreamGridInfo {
   int max_parts;           // partial sums per column group (1: no reduce kernel)
   int tile_split;          // > 0: the tile split, this many blocks (a cluster) per tile
   int group_rows;          // 1: a column of the n8 tile per row and group (stream_plan.h)
+  int a_phase_steps;       // A staged this many steps at a time (>= a block's steps: at once)
 };
 bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                     int split_k_override, StreamGridInfo* info);

@@ -97,6 +97,7 @@ struct StreamPlan {
   int max_parts;    // the most blocks sharing one column group
   int tile_split;   // C > 0: C blocks (a cluster) per 64-column tile, splitting k; 0: stream-K
   int smem_bytes;   // dynamic shared memory per block
+  int a_phase_steps;  // P: A is staged P steps at a time (>= a block's steps: all at once)
 };
 
 // The most partials any column group needs with B blocks (1 = direct).
@@ -137,7 +138,8 @@ constexpr bool is_forced_tile_split(int split_k_override) { return split_k_overr
 
 // A stream-K grid that two blocks an SM spread over more than one wave (a
 // block stages A for all of its steps, 4.5 KB a step at M = 16, so past M = 8
-// two blocks an SM can hold too few steps for one wave) and that cuts some
+// two blocks an SM can hold too few steps for one wave; unless A is staged in
+// phases, below, which comes first) and that cuts some
 // column group into more than this many partials is planned with one block an
 // SM instead: one wave, fewer and shallower partials, half the warps. Measured
 // on the H200 (session 10 call D, 7 repeats, docs/perf/NOTES.md): 28672 x 8192
@@ -153,6 +155,27 @@ constexpr bool is_forced_tile_split(int split_k_override) { return split_k_overr
 #endif
 constexpr int kStreamOneBlockMinParts = JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS;
 constexpr int64_t kStreamOneBlockFromM = 9;
+
+// A staged in phases (stream-K, M > 8). A block stages A for all of its steps
+// where they fit; where two blocks an SM would need two waves for that (M >=
+// 12 on 8192 x 28672: 13.6 steps a block, 4.4 KB a step at M = 16, ~45 KB of
+// A room), a one-wave grid stages P steps at a time instead, into two slots of
+// P steps that alternate: phase q + 1 is copied while phase q is consumed,
+// and a block barrier at each phase's first step hands the slot of phase q -
+// 1 over (stream_kernel.cu). One wave halves the column groups' partials
+// (8192 x 28672 at M = 16: 11 -> 6), which the reduce kernel adds. Taken only
+// where the one-wave grid cuts no group into more than kStreamOneBlockMinParts
+// (else the one-block grid above, measured). A phase spans at least
+// kRingSteps + 1 steps: a phase's copy is committed at the previous phase's
+// first step, and the code ring's waits (kRingSteps - 1 commit groups back on
+// the bulk ring, kRingUnits - 1 unit groups on the cp.async ring) have seen
+// it land within that many steps, before the barrier that publishes it.
+// -DJAX_MARLIN_STREAM_A_PHASES=0 keeps the two-wave grids.
+#ifndef JAX_MARLIN_STREAM_A_PHASES
+#define JAX_MARLIN_STREAM_A_PHASES 1
+#endif
+constexpr int kAPhaseMinSteps = kRingSteps + 1;
+constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
@@ -212,6 +235,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     plan->max_parts = 1;
     plan->tile_split = static_cast<int>(C);
     plan->smem_bytes = static_cast<int>(tile_split_smem(C));
+    plan->a_phase_steps = static_cast<int>(ceil_div(L, C));
     return true;
   };
   if (is_forced_tile_split(split_k_override) && tile_split_fits(-int64_t{split_k_override}))
@@ -221,6 +245,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // The two-block grid set aside for one block an SM (kStreamOneBlockMinParts),
   // kept in case the one-block grid does not fit.
   int64_t two_block_B = 0;
+  int64_t phase_steps = 0;  // > 0: the grid stages A in phases of this many steps
   // Two blocks per SM (the launch bounds' register budget), each with at most
   // half the SM's shared memory (~1 KB per block is the driver's); where that
   // cannot hold the ring (99 KB parts) or leaves no grid, one block per SM.
@@ -252,6 +277,20 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
           if (parts_fit(b)) B = b;
         tried = start;
       }
+      // More than one wave: one wave with A in phases, where that fits and cuts
+      // no group too finely.
+      const int64_t phase_cap = (smem_cap - fixed_bytes) / (2 * step_bytes);
+      if (JAX_MARLIN_STREAM_A_PHASES && args.M >= kAPhaseFromM && per_sm == 2 && B > slots &&
+          phase_cap >= kAPhaseMinSteps) {
+        int64_t one_wave = 0;
+        for (int64_t b = std::min(T, slots); b >= 1 && one_wave == 0; --b)
+          if (parts_fit(b)) one_wave = b;
+        if (one_wave > 0 &&
+            max_parts(n_groups, L, T, one_wave) <= kStreamOneBlockMinParts) {
+          B = one_wave;
+          phase_steps = phase_cap;
+        }
+      }
       if (per_sm == 2 && args.M >= kStreamOneBlockFromM && B > slots &&
           max_parts(n_groups, L, T, B) > kStreamOneBlockMinParts) {
         two_block_B = B;
@@ -261,8 +300,12 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   }
   if (B == 0) B = two_block_B;
   if (B == 0) return false;
-  // The largest block's A steps on top of the rings.
-  plan->smem_bytes = static_cast<int>(fixed_bytes + ceil_div(T, B) * step_bytes);
+  // The largest block's A steps (with their sums) on top of the rings; in
+  // phases, two phases' worth.
+  const int64_t most_steps = ceil_div(T, B);
+  const int64_t phase = phase_steps > 0 && phase_steps < most_steps ? phase_steps : most_steps;
+  plan->smem_bytes = static_cast<int>(fixed_bytes + std::min(most_steps, 2 * phase) * step_bytes);
+  plan->a_phase_steps = static_cast<int>(phase);
   plan->k_steps = static_cast<int>(L);
   plan->total_steps = static_cast<int>(T);
   plan->blocks = static_cast<int>(B);

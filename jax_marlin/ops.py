@@ -252,7 +252,8 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
     `_cuda` would launch it (a dict: blocks, k_steps, total_steps, smem_bytes, max_parts
     (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split), group_rows
     (groups of 32 or 64 at M x groups a step <= 8: a column of the MMA per row and
-    group)), or None
+    group), a_phase_steps (fewer than a block's steps, total_steps / blocks rounded up:
+    A is staged that many steps at a time)), or None
     where the tiled kernel runs it. Every path computes the same product, so tests ask
     this which one they hit.
     """

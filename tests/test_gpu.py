@@ -209,6 +209,38 @@ def test_streamed_gemm_reads_what_the_kernel_before_it_wrote(rng, M):
     assert_close(out, oracle64(a, case), np.float16)
 
 
+@pytest.mark.parametrize("M, block, zp, bias", [(16, 128, "packed", False), (15, 128, "none", True),
+                                               (16, 32, "packed", True), (16, 64, "packed", False)])
+def test_small_m_a_in_phases(rng, M, block, zp, bias):
+    """15992 x 12300 (ragged K and N) at M = 15-16: on an H200 two blocks an SM cannot
+    stage all of a one-wave grid's A, so the planner stages it in phases of P steps in two
+    alternating slots (ffi/stream_plan.h), with a block barrier at each phase; blocks
+    hold 11-12 steps, so the last phase is short. Groups of 32 take the prescaled
+    kernel (no sums), 64 two sums a step. Right against the jax.numpy oracle, and
+    bitwise reproducible."""
+    K, N = 15992, 12300
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=np.float16)
+    a = activations(rng, (M, K), np.float16)
+    b = activations(rng, (N,), np.float16) if bias else None
+    w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16)
+    phased = plan is not None and plan["a_phase_steps"] < -(-plan["total_steps"] // plan["blocks"])
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert phased, plan  # tests/test_stream_plan.py models this choice on the host
+    elif not phased:
+        pytest.skip(f"this GPU stages all of A at once here ({plan})")
+    want = jm.reference.matmul_nbits(
+        jnp.asarray(a, jnp.float32), case.packed, case.scales, case.zero_points, **case.attrs,
+        bias=None if b is None else jnp.asarray(b, jnp.float32))
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(a, w, to_jnp(b)))
+    assert_close(first, np.asarray(want), np.float16)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w, to_jnp(b))).view(np.uint16),
+                                  first.view(np.uint16))
+
+
 def test_stream_plan_reports_each_kernel(rng):
     """ops.stream_plan (what tests use to know their path) against what it must say: a
     decode GEMM streams; a forced aligned split gives that many parts; a forced tile

@@ -35,6 +35,7 @@ A_ROW_BYTES = 272
 
 
 MAX_PARTS = header_constant("stream_plan.h", "kMaxStreamParts")
+PHASE_MIN_STEPS = 3  # kAPhaseMinSteps: the code ring's 2 steps + 1
 TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")
 TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
 WARPS = 8
@@ -93,7 +94,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         if got is None:
             continue
         planned += 1
-        B, T, L, smem, any_cut, parts, tile_split = got
+        B, T, L, smem, any_cut, parts, tile_split, phase = got
         n_pad = _layout.n_pad(N)
         k_pad = -(-K // block) * block
         # Two fp32 sums of A per row and group, per step; none for groups of 32 at
@@ -134,11 +135,16 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         if parts > 1:  # every partial has its place in the workspace
             assert parts * M * n_pad <= workspace, (case, got)
         assert parts <= MAX_PARTS, (case, got)  # the reduce kernel adds no more
-        # The largest block's A steps, the zero row and the ring fit its
-        # shared memory, which fits the device.
-        assert smem == _fixed_bytes(groups) + most_steps * M * (A_ROW_BYTES + sums), (
-            case, got)
+        # The largest block's A steps (two phases of them where A is staged in
+        # phases), the zero row and the ring fit its shared memory, which fits the
+        # device.
+        step = M * (A_ROW_BYTES + sums)
+        assert smem == _fixed_bytes(groups) + min(most_steps, 2 * phase) * step, (case, got)
         assert smem <= smem_limit, (case, got)
+        if phase < most_steps:  # A in phases: see test_a_in_phases for where
+            assert split_k <= 0 and M >= 9 and phase >= PHASE_MIN_STEPS, (case, got)
+        else:
+            assert phase == most_steps, (case, got)
         if split_k > 0:  # an aligned split: every group cut the same way
             groups = T // L
             assert B % groups == 0 and 1 <= B // groups <= min(split_k, L), (case, got)
@@ -153,7 +159,7 @@ def test_a_larger_workspace_never_buys_more_partials_than_the_reduce_adds(planne
              for split_k in (0, 200)]
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
-        B, T, L, _, _, parts, tile_split = got
+        B, T, L, _, _, parts, tile_split, _ = got
         if tile_split:  # no partials at all
             assert parts == 1 and B == T // L * tile_split, (case, got)
             continue
@@ -204,11 +210,15 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
     shared memory the device has). On the H200 it is 28672 x 8192 at M = 12-16 (33
     partials, measured 7-16% faster with one block), not 8192 x 28672 (11 partials,
     measured 0-3% slower)."""
+    # Both without A in phases (test_a_in_phases), which takes some of these grids first.
+    rule_on = host_planner(tmp_path_factory, "stream_plan_check.cc",
+                           defines=["JAX_MARLIN_STREAM_A_PHASES=0"])
     rule_off = host_planner(tmp_path_factory, "stream_plan_check.cc",
-                            defines=["JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS=2147483647"])
+                            defines=["JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS=2147483647",
+                                     "JAX_MARLIN_STREAM_A_PHASES=0"])
     cases = [c for _, c in _cases(0)]
     replanned = 0
-    for case, got, off in zip(cases, planner(cases), rule_off(cases)):
+    for case, got, off in zip(cases, rule_on(cases), rule_off(cases)):
         M, K, N, block, workspace, sms, smem_limit, cc, _ = case
         deep_two_waves = (M >= 9 and off is not None and not off[6] and off[0] > 2 * sms
                           and off[5] > ONE_BLOCK_MIN_PARTS)
@@ -217,7 +227,7 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
             continue
         replanned += 1
         assert got is not None, case  # the two-block grid stays if one block cannot fit
-        B, T, L, smem, any_cut, parts, tile_split = got
+        B, T, L, smem, any_cut, parts, tile_split, _ = got
         model_parts, _ = _model_parts(T, L, B)
         assert B <= T and smem <= smem_limit, (case, got)
         assert parts == model_parts and parts <= MAX_PARTS, (case, got)
@@ -227,7 +237,45 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
     h200 = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
              0) for M, K, N in [(16, 28672, 8192), (12, 28672, 8192), (16, 8192, 28672),
                                 (8, 28672, 8192)]]
-    assert [got[0] for got in planner(h200)] == [132, 132, 528, 264]
+    assert [got[0] for got in rule_on(h200)] == [132, 132, 528, 264]
+
+
+def test_a_in_phases(planner, tmp_path_factory):
+    """From M = 9, where two blocks an SM would need more than one wave to stage A for all
+    of their steps, a one-wave grid stages it in phases (two slots of P steps that
+    alternate), as long as that grid cuts no column group into more than
+    kStreamOneBlockMinParts partials; P is the most steps two slots of which fit half an
+    SM's shared memory, and at least 3. Every other plan is the one the planner makes
+    without phases. On the H200: 8192 x 28672 at M = 12-16 (528 blocks, 11 partials ->
+    264, 6), not 28672 x 8192 (its one wave would cut 17 partials: one block an SM stays)."""
+    no_phases = host_planner(tmp_path_factory, "stream_plan_check.cc",
+                             defines=["JAX_MARLIN_STREAM_A_PHASES=0"])
+    cases = [c for _, c in _cases(0)]
+    phased = 0
+    for case, got, off in zip(cases, planner(cases), no_phases(cases)):
+        M, K, N, block, workspace, sms, smem_limit, cc, _ = case
+        if got is None or got[7] >= -(-got[1] // got[0]):  # every step staged at once
+            assert got == off, (case, off, got)
+            continue
+        phased += 1
+        B, T, L, smem, any_cut, parts, tile_split, phase = got
+        assert off is not None and off[0] > 2 * sms and not off[6], (case, off, got)
+        assert M >= 9 and not tile_split and B <= 2 * sms, (case, got)
+        assert parts == _model_parts(T, L, B)[0] and parts <= ONE_BLOCK_MIN_PARTS, (case, got)
+        assert parts == 1 or parts * M * _layout.n_pad(N) <= workspace, (case, got)
+        groups = max(1, 128 // block)
+        step = M * (A_ROW_BYTES + (0 if block == 32 else 8 * groups))
+        half_sm = min(smem_limit, (smem_limit + 1024) // 2 - 1024)
+        assert phase >= PHASE_MIN_STEPS, (case, got)
+        assert smem == _fixed_bytes(groups) + 2 * phase * step <= half_sm, (case, got)
+        assert _fixed_bytes(groups) + 2 * (phase + 1) * step > half_sm, (case, got)
+    assert phased
+    sms, smem, cc = DEVICES["h200"]
+    h200 = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
+             0) for M, K, N in [(16, 8192, 28672), (12, 8192, 28672), (11, 8192, 28672),
+                                (16, 28672, 8192)]]
+    assert [(got[0], got[5], got[7]) for got in planner(h200)] == [
+        (264, 6, 5), (264, 6, 6), (264, 6, 14), (132, 9, 28)]
 
 
 @pytest.mark.parametrize("split_k", [0, -2, -4])

@@ -78,7 +78,23 @@ def main():
         if case[2] % 8 == 0 and ops.fused_applies(case[-1], 4):
             _check_dequantize(case, w)
             checked += 1
-    print(f"sanitize sweep: {checked} CUDA dequantizations checked against the oracle")
+    print(f"sanitize sweep: {checked} CUDA dequantizations checked against the oracle",
+          flush=True)
+    # A in phases (ffi/stream_plan.h): only a grid this large needs it (on an H200,
+    # 15992 x 12300 at M = 16: 264 blocks of 11-12 steps, phases of 5; the last one short).
+    rng = np.random.default_rng(1)
+    M, N, K, block = 16, 12300, 15992, 128
+    q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=block)
+    w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=block)
+    a = jnp.asarray(rng.standard_normal((M, K)), jnp.float16)
+    bias = jnp.asarray(rng.standard_normal(N), jnp.float16)
+    ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, q.zero_points,
+                                    K=K, N=N, bits=4, block_size=block,
+                                    bias=bias.astype(jnp.float32))
+    _check((M, N, K, "packed", jnp.float16), a, w, bias, ref, "fused", 0)
+    plan = ops.stream_plan(M, w, jnp.float16)
+    print(f"sanitize sweep: A in phases of {plan['a_phase_steps']} over "
+          f"{-(-plan['total_steps'] // plan['blocks'])} steps a block, checked", flush=True)
 
 
 if __name__ == "__main__":
