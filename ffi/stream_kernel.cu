@@ -691,6 +691,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       // next phase's copy into the other slot, this phase's sums, and a
       // barrier before any warp reads them.
       const int phase = p.a_phase_steps;
+      // This thread's copies of this phase's A have landed: at least P >=
+      // kRingSteps + 1 steps of commit groups came after them (one a step on
+      // the bulk ring, kStepUnits on the cp.async ring, an idle warp's empty
+      // ones included). The ring's own waits imply this only in warps with a
+      // unit to wait for (review of session 11).
+      if constexpr (kBulkRing)
+        cp_async_wait<kRingSteps>();
+      else
+        cp_async_wait<kRingUnits>();
       __syncthreads();
       if (i + phase < n_stage) {
         stage_a(i + phase, min(phase, n_stage - i - phase), phase - a_index);
