@@ -90,7 +90,7 @@ struct StreamParams : GemmOperands {
 // instructions a step with groups of 32, 900 with 128; the three extra folds
 // were the difference); the flush adds a row's G columns.
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
-          bool kGroupRows>
+          bool kGroupRows, bool kPhases>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
   static_assert(!kGroupRows || (kMT == 1 && kGroupUnits < kStepUnits),
@@ -138,15 +138,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
     n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
   }
-  // A in phases (stream-K at M > 8, where the plan says so; stream_plan.h):
-  // the block's step i is staged, with its sums, at i mod 2P (P =
-  // p.a_phase_steps): phase q (steps q P .. q P + P - 1) in the slot of P
-  // steps at 0 or P. A block whose steps fit at once (P >= its steps) has one
-  // phase. Under kTileSplit the warps are at different steps, and the M <= 8
-  // kernels are built without phases (their A fits one wave on the shapes
-  // measured): there every step is staged.
-  constexpr bool kPhases = !kTileSplit && kMT == 2;
-  const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;
+  // kPhases (the 16-row stream-K instance the launcher takes where the plan
+  // stages A in phases, stream_plan.h's stream_a_phased): the block's step i
+  // is staged, with its sums, at i mod 2P (P = p.a_phase_steps), phase q
+  // (steps q P .. q P + P - 1) in the slot of P steps at 0 or P. Every other
+  // instance stages all of the block's steps at once.
+  static_assert(!kPhases || (!kTileSplit && kMT == 2), "phases: the 16-row stream-K kernels");
+  const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;  // A held
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
   const uint32_t* __restrict__ zero_points = static_cast<const uint32_t*>(p.zero_points);
@@ -676,40 +674,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   int ring_slot = 0;
   int words_i = 0;  // i mod kWordsSteps
-  // Where step i's A and sums are staged: i mod 2P with phases, else its
-  // index among the block's staged steps (under kTileSplit the warps are at
-  // different steps; the block staged all of k).
-  int phase_index = 0;  // kPhases: i mod 2P
-  for (int i = 0; i < n_steps; ++i) {
-    const int a_index = kPhases ? phase_index : s_begin + i - stage_begin;
-    if (kPhases && i > 0 && (a_index == 0 || a_index == p.a_phase_steps)) {
-      // A phase starts, in slot a_index (every warp of the block is at the
-      // same step: in stream-K they share the block's steps). After the
-      // barrier no warp reads the other slot any more, and this phase's A
-      // (committed a phase ago, at least kRingSteps + 1 steps: every thread's
-      // ring waits have seen its own copies land) is visible to all. Then the
-      // next phase's copy into the other slot, this phase's sums, and a
-      // barrier before any warp reads them.
-      const int phase = p.a_phase_steps;
-      // This thread's copies of this phase's A have landed: at least P >=
-      // kRingSteps + 1 steps of commit groups came after them (one a step on
-      // the bulk ring, kStepUnits on the cp.async ring, an idle warp's empty
-      // ones included). The ring's own waits imply this only in warps with a
-      // unit to wait for (review of session 11).
-      if constexpr (kBulkRing)
-        cp_async_wait<kRingSteps>();
-      else
-        cp_async_wait<kRingUnits>();
-      __syncthreads();
-      if (i + phase < n_stage) {
-        stage_a(i + phase, min(phase, n_stage - i - phase), phase - a_index);
-        cp_async_commit();
-      }
-      if constexpr (!kPrescale) {
-        compute_sums(a_index, min(phase, n_stage - i));
-        __syncthreads();
-      }
-    }
+  // One step: i of the warp's steps, its A and sums staged at a_index (under
+  // kTileSplit the warps are at different steps; the block staged all of k).
+  auto run_step = [&](int i, int a_index) {
     const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
     // Step i + kRingSteps's codes: the step's start for the bulk ring's lane
     // 0, this lane's 16 bytes of its first unit for cp.async. Opaque to the
@@ -862,9 +829,41 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     advance(ng_fill, ks_fill);
     ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
     words_i = words_i + 1 == kWordsSteps ? 0 : words_i + 1;
-    if constexpr (kPhases) {
-      if (++phase_index == 2 * p.a_phase_steps) phase_index = 0;
+  };
+  if constexpr (kPhases) {
+    // Phases of P steps, staged in the slot at 0 or P in turn (stream_plan.h).
+    // The phase work runs between the phases' loops, so a phase's loop is the
+    // unphased kernel's step loop. At a phase's start every warp of the block
+    // is at the same step (in stream-K they share the block's steps):
+    // - each thread waits for its own copies of this phase's A: at least P >=
+    //   kRingSteps + 1 steps of commit groups came after them (one a step on
+    //   the bulk ring, kStepUnits on the cp.async ring, an idle warp's empty
+    //   ones included; the ring's own waits run only in warps with a unit);
+    // - after the barrier they are visible to all, and no warp reads the other
+    //   slot any more: the next phase's copy goes there;
+    // - this phase's sums, and a barrier before any warp reads them.
+    const int phase = p.a_phase_steps;
+    for (int first = 0, a_slot = 0; first < n_steps; first += phase, a_slot = phase - a_slot) {
+      if (first > 0) {
+        if constexpr (kBulkRing)
+          cp_async_wait<kRingSteps>();
+        else
+          cp_async_wait<kRingUnits>();
+        __syncthreads();
+        if (first + phase < n_stage) {
+          stage_a(first + phase, min(phase, n_stage - first - phase), phase - a_slot);
+          cp_async_commit();
+        }
+        if constexpr (!kPrescale) {
+          compute_sums(a_slot, min(phase, n_stage - first));
+          __syncthreads();
+        }
+      }
+      const int end = min(first + phase, n_steps);
+      for (int i = first; i < end; ++i) run_step(i, a_slot + i - first);
     }
+  } else {
+    for (int i = 0; i < n_steps; ++i) run_step(i, s_begin + i - stage_begin);
   }
   // The last steps' refills were zero-fills of nothing; let them land before
   // the block's shared memory is handed to the next block (or, under
@@ -1023,10 +1022,11 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // ---------------------------------------------------------------------------
 
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
-          bool kGroupRows>
+          bool kGroupRows, bool kPhases>
 cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                         cudaStream_t stream) {
-  constexpr auto kernel = stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows>;
+  constexpr auto kernel =
+      stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
   if (p.tile_split > 1) {
@@ -1053,11 +1053,16 @@ cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const Dev
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
 cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                           cudaStream_t stream) {
-  cudaError_t err =
-      p.tile_split
-          ? launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows>(p, plan, device, stream)
-          : launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows>(p, plan, device,
-                                                                     stream);
+  // The phased kernel is its own instance (kMT = 2 only), so that the
+  // unphased plans run the kernels without the phase code.
+  cudaError_t err;
+  if (p.tile_split)
+    err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
+  else if (kMT == 2 && stream_a_phased(plan))
+    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, kMT == 2>(p, plan, device,
+                                                                              stream);
+  else
+    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
   if (err != cudaSuccess) return err;
   if (plan.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x

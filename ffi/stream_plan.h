@@ -177,6 +177,12 @@ constexpr int64_t kStreamOneBlockFromM = 9;
 constexpr int kAPhaseMinSteps = kRingSteps + 1;
 constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 
+// Whether `plan` stages A in phases: a block's steps outnumber a phase's.
+inline bool stream_a_phased(const StreamPlan& plan) {
+  return plan.tile_split == 0 && plan.blocks > 0 &&
+         plan.a_phase_steps < (plan.total_steps + plan.blocks - 1) / plan.blocks;
+}
+
 // Chooses the grid and fills `plan`; false if nothing fits (the
 // caller then uses the tiled kernel). Runs on every call, so every candidate B
 // is tested at most once and a hopeless shape is given up on at once.
