@@ -1058,9 +1058,10 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   cudaError_t err;
   if (p.tile_split)
     err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
-  else if (kMT == 2 && stream_a_phased(plan))
-    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, kMT == 2>(p, plan, device,
-                                                                              stream);
+  else if (stream_a_phased(plan))  // M >= kAPhaseFromM: the 16-row kernels only
+    err = kMT == 2 ? launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, kMT == 2>(
+                         p, plan, device, stream)
+                   : cudaErrorInvalidValue;
   else
     err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
   if (err != cudaSuccess) return err;
