@@ -112,10 +112,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // spilled 56-72 bytes). Elsewhere it costs more than the folds it removes
   // (one n8 tile, groups of 32: 1,243 -> 1,303; groups of 64, two tiles: 1,437
   // -> 1,475), since dequant_word is 13 instructions a code word against
-  // magic_codes_word's 5. -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold.
-  // (stream_prescale in stream_plan.h is the same rule, for the planner, which
-  // then reserves no sums.)
-  constexpr bool kPrescale = JAX_MARLIN_STREAM_PRESCALE && kMT == 2 && kGroupUnits == 2;
+  // magic_codes_word's 5. -DJAX_MARLIN_STREAM_PRESCALE=0 keeps the fold. The
+  // rule is stream_plan.h's stream_prescale, which the planner also reads (it
+  // then reserves no sums): the two n8 tiles are M = 9-16.
+  constexpr bool kPrescale = stream_prescale(8 * kMT, 16 * kGroupUnits);
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = shared_address(smem);

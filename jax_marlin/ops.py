@@ -59,11 +59,16 @@ def _zero_points_operand(w: MarlinWeights):
     return w.zero_points if w.zero_points is not None else jnp.zeros((0,), jnp.uint8)
 
 
+def _weight_params(w: MarlinWeights):
+    """The primitive's static description of the weights."""
+    return dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
+                zero_point_kind=w.zero_point_kind)
+
+
 def _bind(a, w: MarlinWeights, bias, *, impl: str, split_k: int):
     bias = bias if bias is not None else jnp.zeros((0,), a.dtype)
-    return matmul_nbits_p.bind(a, w.codes, w.scales, _zero_points_operand(w), bias, K=w.K,
-                               N=w.N, bits=w.bits, block_size=w.block_size,
-                               zero_point_kind=w.zero_point_kind, impl=impl, split_k=split_k)
+    return matmul_nbits_p.bind(a, w.codes, w.scales, _zero_points_operand(w), bias,
+                               **_weight_params(w), impl=impl, split_k=split_k)
 
 
 matmul_nbits_p = Primitive("jax_marlin_matmul_nbits")
@@ -146,13 +151,17 @@ def _dequantize_cuda(codes, scales, zero_points, dtype, params):
                 **_ffi_attributes(params))
 
 
+@functools.partial(jax.jit, static_argnames=("dtype", "K", "N", "bits", "block_size",
+                                               "zero_point_kind"))
+def _dequantize_cuda_jit(codes, scales, zero_points, *, dtype, **params):
+    return _dequantize_cuda(codes, scales, zero_points, dtype, params)
+
+
 def _dequantize_cuda_weights(w: MarlinWeights, dtype):
-    """``_dequantize_cuda`` on a ``MarlinWeights``, jitted (for tests and the sanitizer
-    sweep, which check the kernel alone)."""
-    params = dict(K=w.K, N=w.N, bits=w.bits, block_size=w.block_size,
-                  zero_point_kind=w.zero_point_kind)
-    return jax.jit(lambda c, s, z: _dequantize_cuda(c, s, z, dtype, params))(
-        w.codes, w.scales, _zero_points_operand(w))
+    """``_dequantize_cuda`` on a ``MarlinWeights``, jitted once per shape and dtype (for
+    tests and the sanitizer sweep, which check the kernel alone)."""
+    return _dequantize_cuda_jit(w.codes, w.scales, _zero_points_operand(w), dtype=dtype,
+                                **_weight_params(w))
 
 
 def _ffi_attributes(params):

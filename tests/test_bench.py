@@ -116,3 +116,30 @@ def test_quick_and_default_settings():
     assert bench.parse_args(["--write-docs"]).csv == "docs/perf/h200.csv"
     with pytest.raises(SystemExit):
         bench.parse_args(["--groups", "48"])
+
+
+def test_ab_compare_reads_rounds_and_the_reference_spread(tmp_path):
+    """tools/ab_compare.py (the A/B rounds of tools/ab_variants.sh, side by side) on two
+    variants' bench CSVs over two rounds, against the numbers written into them."""
+    import importlib.util
+    import pathlib
+
+    spec = importlib.util.spec_from_file_location(
+        "ab_compare", pathlib.Path(__file__).resolve().parents[1] / "tools" / "ab_compare.py")
+    ab_compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab_compare)
+    times = {("main", "bench.csv"): 40.0, ("main", "bench_r2.csv"): 43.0,
+             ("var", "bench.csv"): 38.5, ("var", "bench_r2.csv"): 38.0}
+    for (variant, name), us in times.items():
+        (tmp_path / variant).mkdir(exist_ok=True)
+        with open(tmp_path / variant / name, "w", newline="") as f:
+            w = csv.DictWriter(f, ["K", "N", "M", "dtype", "group", "impl", "us"])
+            w.writeheader()
+            w.writerow(dict(K=8192, N=28672, M=1, dtype="float16", group=128, impl="dense",
+                            us=110.0))
+            w.writerow(dict(K=8192, N=28672, M=1, dtype="float16", group=128,
+                            impl="jax_marlin", us=us))
+    lines = ab_compare.compare(tmp_path, ["main", "var"])
+    assert len(lines) == 2, lines  # a header and the one jax_marlin cell
+    assert lines[1] == ("8192x28672 M=1 float16 g128: main 40.0 / 43.0 (41.5); "
+                        "var 38.5 / 38.0 (38.2); spread 3.0")

@@ -124,14 +124,19 @@ def _stream_cases():
     ]
 
 
+def _takes_group_rows(M, block):
+    """The streaming kernel's group rows (ffi/stream_plan.h): 2 or 4 groups a step, M x G <= 8."""
+    groups = 128 // block if block < 128 else 1
+    return groups > 1 and M * groups <= 8
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("c", _stream_cases(), ids=lambda c: "M{M}-N{N}-K{K}-b{block}-{zp}".format(**c))
 def test_small_m_kernel_every_split(rng, c, dtype):
     _, w, _, _ = _check_every_path(rng, c, HALF[dtype])
     plan = ops.stream_plan(c["M"], w, HALF[dtype])
-    if plan is not None:  # streamed: group rows exactly for 2 or 4 groups a step and M x G <= 8
-        groups = 128 // c["block"] if c["block"] < 128 else 1
-        assert plan["group_rows"] == (groups > 1 and c["M"] * groups <= 8), (c, plan)
+    if plan is not None:  # streamed
+        assert plan["group_rows"] == _takes_group_rows(c["M"], c["block"]), (c, plan)
 
 
 @pytest.mark.parametrize("M, block", [(1, 128), (16, 128), (1, 32), (2, 32), (4, 64)])
@@ -145,7 +150,7 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M, block):
     w = case.prepare()
     plan = ops.stream_plan(M, w, np.float16)
     assert plan["tile_split"] == 0 and plan["max_parts"] > 1, plan
-    assert plan["group_rows"] == (block < 128 and M * (128 // block) <= 8), plan
+    assert plan["group_rows"] == _takes_group_rows(M, block), plan
     fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
     poison_allocator()
     first = np.asarray(fn(a, w))

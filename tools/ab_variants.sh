@@ -106,16 +106,25 @@ for shape in "${source_shapes[@]}"; do
 done
 
 # A file .variants/x/BENCH_ARGS replaces $BENCH for that variant (a variant that
-# only matters at small M need not sit through the large-M sweep).
+# only matters at small M need not sit through the large-M sweep). BENCH_ROUNDS=2
+# runs every variant's bench again, in the same order, after all of them
+# (bench_r2.csv, ...): the same kernels' times moved by 3-5 us between processes
+# (session 11, calls 2 and 5), so a 5% difference needs a second round to read.
+# tools/ab_compare.py prints the rounds side by side.
 if [ -n "${BENCH-}" ]; then
-  for n in $names; do
-    echo "== bench $n"
-    bench_args="$(cat ".variants/$n/BENCH_ARGS" 2>/dev/null || echo "$BENCH")"
-    # shellcheck disable=SC2086  # the arguments are split on purpose
-    (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${BENCH_TIMEOUT:-120}" python3 -m jax_marlin.bench \
-       $bench_args --csv "$OUT/$n/bench.csv" --plot "$OUT/$n/bench.png" >"$OUT/$n/bench.log" 2>&1;
-     grep -E "jax_marlin|tinygemm" "$OUT/$n/bench.log" | grep -v "^#" | tail -40)
+  for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
+    suffix=$([ "$round" = 1 ] && echo "" || echo "_r$round")
+    for n in $names; do
+      echo "== bench $n (round $round)"
+      bench_args="$(cat ".variants/$n/BENCH_ARGS" 2>/dev/null || echo "$BENCH")"
+      # shellcheck disable=SC2086  # the arguments are split on purpose
+      (cd /tmp && PYTHONPATH="/tmp/v/$n" timeout "${BENCH_TIMEOUT:-120}" python3 -m jax_marlin.bench \
+         $bench_args --csv "$OUT/$n/bench$suffix.csv" --plot "$OUT/$n/bench$suffix.png" \
+         >"$OUT/$n/bench$suffix.log" 2>&1;
+       grep -E "jax_marlin|tinygemm" "$OUT/$n/bench$suffix.log" | grep -v "^#" | tail -40)
+    done
   done
+  python3 "$repo/tools/ab_compare.py" "$OUT" $names
 fi
 # DECODE_VARIANT may name several variants: $OUT/decode_<variant>.{json,log} each.
 for v in ${DECODE:+${DECODE_VARIANT:-main}}; do

@@ -64,17 +64,18 @@ def main():
     # forced tile split with clusters of two blocks (where k has the two steps it
     # needs). Then, in a second pass (it runs XLA's dot too, so a failure there
     # leaves the first pass's count printed), the dense path with its CUDA
-    # dequantization where K % 8 == 0.
+    # dequantization where K % 8 == 0. The cases (weights, oracle) are made once.
+    cases = list(_cases(np.random.default_rng(0)))
     for impls in ((("fused", 0), ("fused", 3), ("fused", -2)), (("dense", 0),)):
         checked = 0
-        for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+        for case, a, w, bias, ref in cases:
             for impl, split_k in impls:
                 _check(case, a, w, bias, ref, impl, split_k)
                 checked += 1
         print(f"sanitize sweep: {checked} {impls[0][0]} calls checked against the oracle",
               flush=True)
     checked = 0
-    for case, a, w, bias, ref in _cases(np.random.default_rng(0)):
+    for case, _, w, _, _ in cases:
         if case[2] % 8 == 0 and ops.fused_applies(case[-1], 4):
             _check_dequantize(case, w)
             checked += 1
