@@ -89,7 +89,7 @@ def busy_us(rows):
     return total
 
 
-def summarize(label, rows, steps, top, wall_us):
+def summarize(label, rows, steps, top, wall_us, unit="token"):
     if not rows:
         print(f"{label}: no GPU kernels in the trace")
         return
@@ -101,7 +101,7 @@ def summarize(label, rows, steps, top, wall_us):
         by_name[name][0] += 1
         by_name[name][1] += d
     print(f"{label}: {len(rows)} events ({len(copies)} copies/sets, {busy_us(copies):.1f} us) "
-          f"over {span:.1f} us ({span / steps:.1f} us a token; the same call untraced "
+          f"over {span:.1f} us ({span / steps:.1f} us a {unit}; the same call untraced "
           f"{wall_us:.1f} us wall): busy {busy:.1f} us, idle {span - busy:.1f} us "
           f"({(span - busy) / max(len(rows) - 1, 1):.2f} us a gap)")
     for name, (n, d) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:

@@ -1,0 +1,66 @@
+"""A benchmark cell's kernels on the GPU timeline: what runs between the GEMMs.
+
+    python3 tools/bench_trace.py --K 8192 --N 28672 --M 1 --out /tmp/bench_trace
+
+Runs ``jax_marlin.bench``'s timed loop (``make_loop``: a pass over the weight
+copies, repeated by a ``fori_loop``) for the int4 path and for ``jnp.dot``,
+times one call of each untraced, then traces one with ``jax.profiler`` (CUPTI,
+command buffers kept) and prints the kernels by name with their mean duration,
+and the idle time between them. The bench's per-GEMM time is the call's wall
+time over its GEMMs; this says how much of it the kernels take.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_enable_command_buffers_during_profiling=true").strip()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from jax_marlin import bench  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from decode_trace import device_kernels, last_burst, summarize, trace_events  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--K", type=int, default=8192)
+    p.add_argument("--N", type=int, default=28672)
+    p.add_argument("--M", type=int, default=1)
+    p.add_argument("--copies", type=int, default=2)
+    p.add_argument("--passes", type=int, default=16)
+    p.add_argument("--top", type=int, default=8)
+    p.add_argument("--out", default="/tmp/bench_trace")
+    args = p.parse_args(argv)
+    dtype = jnp.float16
+    qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
+    x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
+    gemms = 1 + args.passes * args.copies
+    for impl, make in (("jax_marlin", bench.marlin_weights), ("dense", bench.dense_weight)):
+        weights = tuple(make(q, dtype) for q in qs)
+        loop = bench.LOOPS[impl]
+        jax.block_until_ready(loop(x, weights, args.passes))
+        start = time.perf_counter()
+        jax.block_until_ready(loop(x, weights, args.passes))
+        wall_us = (time.perf_counter() - start) * 1e6
+        logdir = pathlib.Path(args.out) / impl
+        logdir.mkdir(parents=True, exist_ok=True)
+        with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
+            jax.block_until_ready(loop(x, weights, args.passes))
+        rows, _ = device_kernels(*trace_events(logdir))
+        print(f"{args.K}x{args.N} M={args.M} {impl}: {gemms} GEMMs, untraced "
+              f"{wall_us / gemms:.2f} us a GEMM")
+        summarize(impl, last_burst(rows, 200.0), gemms, args.top, wall_us, unit="GEMM")
+        del weights
+
+
+if __name__ == "__main__":
+    main()
