@@ -8,6 +8,11 @@
 //   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a \
 //     -DJAX_MARLIN_WGMMA=1 -I ffi tools/latency_probe.cu ffi/marlin_kernel.cu \
 //     ffi/stream_kernel.cu ffi/wgmma_kernel.cu -o /tmp/latency_probe && /tmp/latency_probe
+// Per shape it also times each of a call's kernels alone (copies of the
+// captured kernel nodes), and the call under other grids (split_k_override 1:
+// no k-split; -C: the tile split with C blocks a tile).
+// Tiny shapes' 64 copies fit in the L2 (256 x 512: 4.4 MB): their weights come
+// from there, not from DRAM.
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
 // finite and below 2) instead of zeros, to see whether the values move the time.
 #include <algorithm>
@@ -21,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include "marlin_kernel.h"
+#include "stream_kernel.h"
 
 using jax_marlin::DeviceLimits;
 using jax_marlin::MarlinGemmArgs;
@@ -62,14 +68,10 @@ __global__ void small_kernel(float* x) {
   if (threadIdx.x == 0 && blockIdx.x == 0) x[0] += 1.f;
 }
 
-// Microseconds per item of `items` (one call enqueues one item on `stream`)
-// captured into one graph; the median of three timings of kReplays replays.
-double graph_us(cudaStream_t stream, const std::function<void(int)>& item) {
-  cudaGraph_t graph;
+// Microseconds per item of `graph` (kItems items), which it destroys; the
+// median of three timings of kReplays replays.
+double time_graph_us(cudaStream_t stream, cudaGraph_t graph) {
   cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kItems; ++i) item(i);
-  CHECK(cudaStreamEndCapture(stream, &graph));
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, stream));
   cudaEvent_t start, stop;
@@ -89,6 +91,60 @@ double graph_us(cudaStream_t stream, const std::function<void(int)>& item) {
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
   return times[1];
+}
+
+// Microseconds per item of `item(i)` for i < kItems (each enqueues one item on
+// `stream`), captured into one graph.
+double graph_us(cudaStream_t stream, const std::function<void(int)>& item) {
+  cudaGraph_t graph;
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kItems; ++i) item(i);
+  CHECK(cudaStreamEndCapture(stream, &graph));
+  return time_graph_us(stream, graph);
+}
+
+// The kernel nodes of one captured call, in the order the call launched them
+// (a one-stream capture creates them in that order), and the graph that owns
+// them.
+struct CapturedCall {
+  cudaGraph_t graph;
+  std::vector<cudaGraphNode_t> kernels;
+};
+
+CapturedCall capture_call(cudaStream_t stream, const std::function<void()>& call) {
+  CapturedCall c{};
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  call();
+  CHECK(cudaStreamEndCapture(stream, &c.graph));
+  size_t n = 0;
+  CHECK(cudaGraphGetNodes(c.graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  CHECK(cudaGraphGetNodes(c.graph, nodes.data(), &n));
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) c.kernels.push_back(node);
+  }
+  return c;
+}
+
+// Microseconds per item of a chain of kItems kernel nodes, item i a copy of
+// kernel `k` of call i % calls.size() (its arguments and launch attributes,
+// cluster dimensions included): one of a GEMM's kernels without the other.
+double kernel_alone_us(cudaStream_t stream, const std::vector<CapturedCall>& calls, size_t k) {
+  cudaGraph_t graph;
+  CHECK(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t prev = nullptr;
+  for (int i = 0; i < kItems; ++i) {
+    const cudaGraphNode_t source = calls[i % calls.size()].kernels[k];
+    cudaKernelNodeParams params{};
+    CHECK(cudaGraphKernelNodeGetParams(source, &params));
+    cudaGraphNode_t node;
+    CHECK(cudaGraphAddKernelNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0, &params));
+    CHECK(cudaGraphKernelNodeCopyAttributes(node, source));
+    prev = node;
+  }
+  return time_graph_us(stream, graph);
 }
 
 struct Gemm {
@@ -142,6 +198,22 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   return g;
 }
 
+// The grid a call takes: the streaming kernel's blocks, tile split (C blocks
+// a tile) and partials, or the other kernel's name.
+std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, int split) {
+  jax_marlin::StreamGridInfo info{};
+  if (!jax_marlin::PlanStreamGemm(args, device, split, &info))
+    return jax_marlin::PlannedKernel(args, device, split);
+  char name[96];
+  if (info.tile_split > 0)
+    std::snprintf(name, sizeof name, "tile split: %d blocks, C = %d", info.blocks,
+                  info.tile_split);
+  else
+    std::snprintf(name, sizeof name, "stream-K: %d blocks, %d parts", info.blocks,
+                  info.max_parts);
+  return name;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,7 +256,8 @@ int main(int argc, char** argv) {
   const Shape shapes[] = {{1, 256, 512},    {1, 4096, 4096},  {1, 4096, 6144},
                           {1, 14336, 4096}, {1, 4096, 28672}, {1, 8192, 28672},
                           {16, 4096, 4096}};
-  std::printf("\n     M      K      N  kernel  copies  GEMM us  GEMM + small kernel us  GB/s\n");
+  std::printf("\n     M      K      N  kernel  copies  GEMM us  GEMM + small kernel us  GB/s"
+              "  kernels alone us (grid)\n");
   for (const Shape& s : shapes) {
     // codes, fp16 scales and packed zero points of groups of 128
     const double bytes = double(s.N) * s.K * (0.5 + 2.0 / 128 + 0.5 / 128);
@@ -199,9 +272,34 @@ int main(int argc, char** argv) {
       gemm(i);
       small_kernel<<<1, 64, 0, stream>>>(scratch);
     });
-    std::printf("%6lld %6lld %6lld  %-6s  %6d  %7.2f  %22.2f  %5.0f\n", (long long)s.M,
+    std::printf("%6lld %6lld %6lld  %-6s  %6d  %7.2f  %22.2f  %5.0f ", (long long)s.M,
                 (long long)s.K, (long long)s.N, kernel, count, alone, with_small,
                 bytes / alone / 1e3);
+    std::printf(" [%s]", grid_name(g.copies[0], device, 0).c_str());
+    // Each kernel of the call on its own (the main kernel, then the reduce
+    // kernel where the plan cuts a column group).
+    std::vector<CapturedCall> calls;
+    for (int c = 0; c < count; ++c)
+      calls.push_back(capture_call(stream, [&] { gemm(c); }));
+    for (size_t k = 0; k < calls[0].kernels.size(); ++k) {
+      cudaKernelNodeParams params{};
+      CHECK(cudaGraphKernelNodeGetParams(calls[0].kernels[k], &params));
+      std::printf(" %.2f (%u x %u)", kernel_alone_us(stream, calls, k), params.gridDim.x,
+                  params.gridDim.y);
+    }
+    for (CapturedCall& c : calls) CHECK(cudaGraphDestroy(c.graph));
+    std::printf("\n");
+    // Other grids for the same GEMM, through split_k_override: 1 plans no
+    // k-split; -C forces the tile split with C blocks a tile where it fits
+    // (stream_plan.h). Whichever kernel each takes, timed the same way.
+    std::printf("%27s", "split_k_override:");
+    for (int split : {1, -1, -2, -4}) {
+      const double us = graph_us(stream, [&](int i) {
+        CHECK(jax_marlin::LaunchMarlinGemm(g.copies[i % count], device, split, stream));
+      });
+      std::printf("  %d: %.2f us (%s)", split, us, grid_name(g.copies[0], device, split).c_str());
+    }
+    std::printf("\n");
     for (void* p : g.buffers) CHECK(cudaFree(p));
   }
   CHECK(cudaStreamSynchronize(stream));
