@@ -104,8 +104,8 @@ double graph_us(cudaStream_t stream, const std::function<void(int)>& item) {
 }
 
 // The kernel nodes of one captured call, in the order the call launched them
-// (a one-stream capture creates them in that order), and the graph that owns
-// them.
+// (a one-stream capture makes a chain: followed from its root), and the graph
+// that owns them.
 struct CapturedCall {
   cudaGraph_t graph;
   std::vector<cudaGraphNode_t> kernels;
@@ -116,14 +116,25 @@ CapturedCall capture_call(cudaStream_t stream, const std::function<void()>& call
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   call();
   CHECK(cudaStreamEndCapture(stream, &c.graph));
-  size_t n = 0;
-  CHECK(cudaGraphGetNodes(c.graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  CHECK(cudaGraphGetNodes(c.graph, nodes.data(), &n));
-  for (cudaGraphNode_t node : nodes) {
+  size_t n = 1;
+  cudaGraphNode_t node = nullptr;
+  CHECK(cudaGraphGetRootNodes(c.graph, nullptr, &n));
+  if (n != 1) {
+    std::printf("capture_call: %zu root nodes, expected a chain\n", n);
+    std::exit(1);
+  }
+  CHECK(cudaGraphGetRootNodes(c.graph, &node, &n));
+  while (true) {
     cudaGraphNodeType type;
     CHECK(cudaGraphNodeGetType(node, &type));
     if (type == cudaGraphNodeTypeKernel) c.kernels.push_back(node);
+    CHECK(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &n));
+    if (n == 0) break;
+    if (n > 1) {
+      std::printf("capture_call: a node with %zu dependents, expected a chain\n", n);
+      std::exit(1);
+    }
+    CHECK(cudaGraphNodeGetDependentNodes(node, &node, nullptr, &n));
   }
   return c;
 }
@@ -142,6 +153,13 @@ double kernel_alone_us(cudaStream_t stream, const std::vector<CapturedCall>& cal
     cudaGraphNode_t node;
     CHECK(cudaGraphAddKernelNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0, &params));
     CHECK(cudaGraphKernelNodeCopyAttributes(node, source));
+    cudaLaunchAttributeValue want{}, got{};
+    CHECK(cudaGraphKernelNodeGetAttribute(source, cudaLaunchAttributeClusterDimension, &want));
+    CHECK(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeClusterDimension, &got));
+    if (want.clusterDim.x != got.clusterDim.x) {
+      std::printf("kernel_alone_us: the clone lost its cluster dimension\n");
+      std::exit(1);
+    }
     prev = node;
   }
   return time_graph_us(stream, graph);
@@ -159,7 +177,7 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   Gemm g{K, N, {}, {}};
   const int64_t group = 128, n_pad = (N + 63) / 64 * 64, k_blocks = (K + group - 1) / group;
   const int64_t k_pad = k_blocks * group;
-  const int64_t parts = std::min<int64_t>(64, (int64_t{1} << 23) / (M * n_pad));
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(64, (int64_t{1} << 23) / (M * n_pad)));
   auto alloc = [&](size_t bytes) {
     void* p = nullptr;
     CHECK(cudaMalloc(&p, bytes));
@@ -195,6 +213,8 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
     args.zero_point_kind = jax_marlin::ZeroPointKind::kPacked4;
     g.copies.push_back(args);
   }
+  // The fills ran on the legacy stream; the timed graphs run on a non-blocking one.
+  CHECK(cudaDeviceSynchronize());
   return g;
 }
 
@@ -281,11 +301,20 @@ int main(int argc, char** argv) {
     std::vector<CapturedCall> calls;
     for (int c = 0; c < count; ++c)
       calls.push_back(capture_call(stream, [&] { gemm(c); }));
+    for (const CapturedCall& c : calls) {
+      if (c.kernels.size() != calls[0].kernels.size()) {
+        std::printf("calls of one shape launched different kernel counts\n");
+        std::exit(1);
+      }
+    }
     for (size_t k = 0; k < calls[0].kernels.size(); ++k) {
       cudaKernelNodeParams params{};
       CHECK(cudaGraphKernelNodeGetParams(calls[0].kernels[k], &params));
-      std::printf(" %.2f (%u x %u)", kernel_alone_us(stream, calls, k), params.gridDim.x,
-                  params.gridDim.y);
+      cudaLaunchAttributeValue cluster{};
+      CHECK(cudaGraphKernelNodeGetAttribute(calls[0].kernels[k],
+                                            cudaLaunchAttributeClusterDimension, &cluster));
+      std::printf(" %.2f (%u x %u, cluster %u)", kernel_alone_us(stream, calls, k),
+                  params.gridDim.x, params.gridDim.y, cluster.clusterDim.x);
     }
     for (CapturedCall& c : calls) CHECK(cudaGraphDestroy(c.graph));
     std::printf("\n");
