@@ -22,10 +22,16 @@ Protocol (``shared/bench/ANCHORS.md``):
   weights, which are 4x larger than int4 ones).
 * One timed call runs many GEMMs: a jitted function applies the op to ``x`` with
   each copy in turn (a Python-unrolled pass over the copies, repeated by a
-  ``lax.fori_loop``; no weight is sliced inside the loop). The outputs of a
-  pass feed one float32 checksum (sum of ``|y|``: one small reduction kernel per
-  pass, reading each output once), which nudges ``x`` before the next pass, so
-  no GEMM is dead code or loop-invariant. At least ``--min-gemms`` (64) GEMMs and
+  ``lax.fori_loop``; no weight is sliced inside the loop). A pass holds at
+  least ``--min-pass-gemms`` (16) copies: where fewer distinct weights fill the
+  rotation (large shapes), the rest are duplicates in buffers of their own. The
+  outputs of a pass feed one float32 checksum (sum of ``|y|``: a few small
+  kernels per pass, ~6-8 us on the H200), which nudges ``x`` before the next
+  pass, so no GEMM is dead code or loop-invariant; 16 GEMMs share that cost
+  (with 2 copies a pass it added ~3 us to every 8192 x 28672 GEMM: session 12).
+  The timed loops compile with XLA's ``dot-merger`` pass off: it merged pairs of
+  the pass's independent dense 4096 x 4096 dots on the same ``x`` into one GEMM
+  of twice the width (session 12), which times another shape. At least ``--min-gemms`` (64) GEMMs and
   ``--min-call-ms`` (20 ms) per call, unless a single call would pass
   ``--max-call-ms`` (GEMMs of milliseconds, where dispatch costs nothing):
   the ``gemms_per_call`` column says how many ran. A call has a fixed cost
@@ -114,6 +120,7 @@ class Timing:
     max_call_s: float
     rotate_bytes: float  # the weight bytes one pass must exceed (4 x L2)
     max_copies: int
+    min_pass_gemms: int = 16  # weights a pass at least (duplicates of the copies)
 
     def copies(self, bytes_per_copy: float) -> int:
         return int(min(self.max_copies, max(2, math.ceil(self.rotate_bytes / bytes_per_copy))))
@@ -245,6 +252,27 @@ def checksum(*ys):
     return jnp.sum(jnp.abs(jnp.concatenate([y.reshape(-1) for y in ys])), dtype=F32)
 
 
+def in_rotation(copies, n: int):
+    """``copies`` extended to at least ``n`` weights by duplicates, each in buffers of its
+    own (``Array.copy``): XLA sees distinct parameters (nothing to merge), the L2 distinct
+    addresses, and no weight is quantized again."""
+    out = list(copies)
+    while len(out) < n:
+        out.append(jax.tree.map(lambda a: a.copy(), copies[len(out) % len(copies)]))
+    return tuple(out)
+
+
+def loop_compiler_options():
+    """XLA options of the timed loops: ``dot-merger`` off, added to any passes that
+    ``XLA_FLAGS`` already turns off (the option replaces the flag's list)."""
+    disabled = ["dot-merger"]
+    for flag in os.environ.get("XLA_FLAGS", "").split():
+        name, _, value = flag.partition("=")
+        if name == "--xla_disable_hlo_passes" and value:
+            disabled += [p for p in value.split(",") if p and p not in disabled]
+    return {"xla_disable_hlo_passes": ",".join(disabled)}
+
+
 def make_loop(op):
     """The timed function: ``1 + passes * len(weights)`` GEMMs in one call.
 
@@ -255,7 +283,7 @@ def make_loop(op):
     that would otherwise be charged to the GEMMs.
     """
 
-    @functools.partial(jax.jit, static_argnums=2)
+    @functools.partial(jax.jit, static_argnums=2, compiler_options=loop_compiler_options())
     def loop(x, weights, passes):
         y0 = op(x, weights[0])
         total = checksum(y0)
@@ -704,12 +732,17 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
     for impl in impls:
         if impl.startswith("jax_marlin"):
             weights[impl] = marlin
+    built = {impl: len(w) for impl, w in weights.items()}
+    rotations = {id(w): in_rotation(w, timing.min_pass_gemms) for w in weights.values()}
+    weights = {impl: rotations[id(w)] for impl, w in weights.items()}
     x_all = jax.random.normal(key_x, (max(args.ms), K), F32).astype(dtype)
     ref_all = _reference(x_all, jm.reference.dequantize(*onnx_arrays(onnx[0]),
                                                         **onnx_kwargs(onnx[0])))
     jax.block_until_ready((weights, ref_all))
     log(f"   {n_int4} int4 copies ({qbytes / 2**20:.1f} MiB each), {n_dense} dense copies "
-        f"({2 * K * N / 2**20:.1f} MiB each), built in {time.perf_counter() - start:.1f} s")
+        f"({2 * K * N / 2**20:.1f} MiB each), built in {time.perf_counter() - start:.1f} s; "
+        f"a pass: " + ", ".join(f"{impl} {len(w)} ({built[impl]} distinct)"
+                                for impl, w in weights.items()))
     for M in args.ms:
         if deadline.passed():
             log(f"budget of {deadline.budget_s:.0f} s spent: SKIPPING {K}x{N} {dtype} M={M}+")
@@ -859,6 +892,8 @@ def parse_args(argv):
                    help="write to docs/perf/h200.csv and docs/perf/h200.png")
     p.add_argument("--repeats", type=int, default=5, help="timed calls per median (>= 5)")
     p.add_argument("--min-gemms", type=int, default=64, help="GEMMs per timed call")
+    p.add_argument("--min-pass-gemms", type=int, default=16,
+                   help="weights per pass of the timed loop (duplicated copies where fewer)")
     p.add_argument("--min-call-ms", type=float, default=20.0)
     p.add_argument("--max-call-ms", type=float, default=250.0)
     p.add_argument("--l2-mb", type=float, help="L2 size (default: from torch, else 60)")
@@ -913,7 +948,8 @@ def main(argv=None):
     l2, l2_note = l2_bytes(args.l2_mb, torch)
     timing = Timing(repeats=args.repeats, min_gemms=args.min_gemms,
                     min_call_s=args.min_call_ms / 1e3, max_call_s=args.max_call_ms / 1e3,
-                    rotate_bytes=4 * l2, max_copies=args.max_copies)
+                    rotate_bytes=4 * l2, max_copies=args.max_copies,
+                    min_pass_gemms=args.min_pass_gemms)
     log(f"jax_marlin bench on {device.device_kind} ({device.platform}), jax {jax.__version__}, "
         f"build {jm.build_info()}")
     log(f"L2 {l2_note}: rotating > {4 * l2 / 2**20:.0f} MiB of weights per impl; "

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jax_marlin import bench
@@ -19,6 +22,7 @@ def run(tmp_path_factory):
         "--layer-stack", "--stack-shape", "128x128", "--stack-layers", "2",
         "--repack", "--repack-shape", "128x256",
         "--repeats", "1", "--min-gemms", "2", "--min-call-ms", "0", "--max-copies", "2",
+        "--min-pass-gemms", "4",
         "--impls", ",".join(SWEEP_IMPLS),  # tinygemm needs torch with CUDA: not a plumbing test
         "--csv", str(path), "--plot", str(path.with_suffix(".png")),
     ])
@@ -71,11 +75,12 @@ def test_every_timed_output_was_checked(run):
 
 
 def test_timed_calls_rotate_copies(run):
+    """Two distinct copies (--max-copies), filled to a pass of four (--min-pass-gemms)."""
     _, rows, _ = run
     for row in rows:
         if row["impl"] in SWEEP_IMPLS:
-            assert int(row["copies"]) == 2
-            assert int(row["gemms_per_call"]) >= 1 + 2  # the checked GEMM + a pass
+            assert int(row["copies"]) == 4
+            assert int(row["gemms_per_call"]) >= 1 + 4  # the checked GEMM + a pass
 
 
 def test_plot_or_message(run, capsys):
@@ -143,3 +148,37 @@ def test_ab_compare_reads_rounds_and_the_reference_spread(tmp_path):
     assert len(lines) == 2, lines  # a header and the one jax_marlin cell
     assert lines[1] == ("8192x28672 M=1 float16 g128: main 40.0 / 43.0 (41.5); "
                         "var 38.5 / 38.0 (38.2); spread 3.0")
+
+
+def test_rotation_duplicates_are_distinct_weights_of_one_pass():
+    """Large weights fill a pass with duplicates (``in_rotation``): equal values in buffers
+    of their own, each one GEMM of the timed loop (no CSE merges them), whose checksum
+    matches the GEMMs done one by one."""
+    K, N = 64, 48
+    xkey, wkey = jax.random.split(jax.random.key(3))
+    x = jax.random.normal(xkey, (2, K), jnp.float32).astype(jnp.float16)
+    copies = tuple(jax.random.normal(k, (K, N), jnp.float32).astype(jnp.float16) * 0.1
+                   for k in jax.random.split(wkey, 2))
+    weights = bench.in_rotation(copies, 5)
+    assert len(weights) == 5 and weights[:2] == copies
+    for i, w in enumerate(weights):
+        np.testing.assert_array_equal(np.asarray(w), np.asarray(copies[i % 2]))
+    pointers = {w.unsafe_buffer_pointer() for w in weights}
+    assert len(pointers) == 5  # five buffers: five sets of addresses for the L2
+    assert bench.in_rotation(copies, 1) == copies
+    loop = bench.LOOPS["dense"]
+    assert loop.lower(x, weights, 1).compile().as_text().count(" dot(") == 1 + 5
+    y0, total = loop(x, weights, 1)
+    f32 = jnp.float32
+    expected = jnp.sum(jnp.abs(jnp.dot(x, weights[0]).astype(f32)))
+    x1 = x + (jnp.tanh(expected) * 1e-3).astype(x.dtype)
+    expected += sum(jnp.sum(jnp.abs(jnp.dot(x1, w).astype(f32))) for w in weights)
+    np.testing.assert_allclose(float(total), float(expected), rtol=2e-3)
+    np.testing.assert_array_equal(np.asarray(y0), np.asarray(jnp.dot(x, weights[0])))
+
+
+def test_loop_compiler_options_keep_the_passes_xla_flags_turn_off(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger"}
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_disable_hlo_passes=cse,dot-merger")
+    assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger,cse"}

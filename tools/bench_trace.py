@@ -35,7 +35,9 @@ def main(argv=None):
     p.add_argument("--K", type=int, default=8192)
     p.add_argument("--N", type=int, default=28672)
     p.add_argument("--M", type=int, default=1)
-    p.add_argument("--copies", type=int, default=2)
+    p.add_argument("--copies", type=int, default=2, help="distinct weights")
+    p.add_argument("--min-pass-gemms", type=int, default=16,
+                   help="weights a pass, duplicates of the copies where fewer (as the bench)")
     p.add_argument("--passes", type=int, default=16)
     p.add_argument("--top", type=int, default=8)
     p.add_argument("--out", default="/tmp/bench_trace")
@@ -43,9 +45,9 @@ def main(argv=None):
     dtype = jnp.float16
     qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
     x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
-    gemms = 1 + args.passes * args.copies
+    gemms = 1 + args.passes * max(args.copies, args.min_pass_gemms)
     for impl, make in (("jax_marlin", bench.marlin_weights), ("dense", bench.dense_weight)):
-        weights = tuple(make(q, dtype) for q in qs)
+        weights = bench.in_rotation(tuple(make(q, dtype) for q in qs), args.min_pass_gemms)
         loop = bench.LOOPS[impl]
         jax.block_until_ready(loop(x, weights, args.passes))
         start = time.perf_counter()
