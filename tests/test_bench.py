@@ -182,3 +182,22 @@ def test_loop_compiler_options_keep_the_passes_xla_flags_turn_off(monkeypatch):
     assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger"}
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_disable_hlo_passes=cse,dot-merger")
     assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger,cse"}
+def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
+    """tools/bench_trace.py traces the bench's own timed loop (``bench.LOOPS``). On the CPU
+    its trace holds no GPU kernels, but it must run: it is coupled to the loop's signature
+    and the GEMM count, and a change there must show here, not on the GPU machine."""
+    import importlib.util
+    import pathlib
+
+    monkeypatch.setenv("XLA_FLAGS", "")  # the tool appends to it at import: restored after
+    spec = importlib.util.spec_from_file_location(
+        "bench_trace", pathlib.Path(__file__).resolve().parents[1] / "tools" / "bench_trace.py")
+    bench_trace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_trace)
+    bench_trace.main(["--K", "128", "--N", "128", "--passes", "1", "--min-pass-gemms", "4",
+                      "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    for impl in ("jax_marlin", "dense"):
+        assert f"128x128 M=1 {impl}: 5 GEMMs" in out  # 1 + 1 pass of 2 copies and 2 duplicates
+        if jax.default_backend() == "cpu":
+            assert f"{impl}: no GPU kernels in the trace" in out

@@ -18,7 +18,9 @@ run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default
 # Nsight Compute on the streaming kernels of one GEMM (tools/profile_one.py
 # arguments; NCU_KERNEL="wgmma|splitk" picks other kernels by name): duration,
 # DRAM throughput, issue rate, registers and the stall reasons per issued
-# instruction.
+# instruction; and the busiest SM's active cycles against the kernel's elapsed
+# cycles (sm__cycles_active.max / sm__cycles_elapsed.max): how much of a small
+# kernel's duration its blocks run at all (the rest is launch and drain).
 run_ncu() {  # "profile_one args" timeout_s log
   local stalls="" r
   for r in long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
@@ -30,9 +32,9 @@ run_ncu() {  # "profile_one args" timeout_s log
      --clock-control none --metrics "gpu__time_duration.sum,\
 dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,\
-launch__registers_per_thread$stalls" python3 "$repo/tools/profile_one.py" $1 >>"$3" 2>&1
-   grep -E "stream_|wgmma_|splitk_|duration|throughput|inst_executed|issue_active|warps_active|registers|stalled" \
-     "$3" | tail -44 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
+launch__registers_per_thread,sm__cycles_active.max,sm__cycles_elapsed.max$stalls" python3 "$repo/tools/profile_one.py" $1 >>"$3" 2>&1
+   grep -E "stream_|wgmma_|splitk_|duration|throughput|inst_executed|issue_active|warps_active|registers|cycles_|stalled" \
+     "$3" | tail -48 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//')
 }
 
 # Nsight Compute's per-instruction warp-stall samples for the first streaming
