@@ -102,6 +102,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 __device__ __forceinline__ void timeline_mark(StreamMark mark) {
   if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks) {
     g_timeline.main_ns[blockIdx.x][mark] = global_ns();
+    g_timeline.main_clock[blockIdx.x][mark] = clock64();
     if (mark == kMarkEntry) {
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));

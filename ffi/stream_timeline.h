@@ -1,6 +1,7 @@
 // Optional timestamps of the streaming kernels, for tools/latency_probe.cu:
 // a build with -DJAX_MARLIN_STREAM_TIMELINE has thread 0 of every block record
-// %globaltimer (ns, one clock for the whole GPU) at a few points of its run,
+// %globaltimer (ns, one clock for the whole GPU) and its SM's cycle counter at
+// a few points of its run,
 // so that a small GEMM's fixed latency can be split into launch ramp, A
 // staging, the first step, the loop, the epilogue, the kernel boundary and the
 // reduce. Every other build compiles the marks to nothing (the package's
@@ -26,6 +27,9 @@ constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
 
 struct StreamTimeline {
   unsigned long long main_ns[kTimelineBlocks][kStreamMarks];  // 0: not reached
+  // The SM's cycle counter at the same marks: fine-grained durations inside a
+  // block, where %globaltimer may tick coarsely (~1 us on some parts).
+  long long main_clock[kTimelineBlocks][kStreamMarks];
   unsigned main_sm[kTimelineBlocks];
   unsigned long long reduce_ns[kTimelineBlocks][2];  // entry, exit (linear block index)
 };

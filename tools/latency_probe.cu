@@ -287,6 +287,18 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
     std::sort(us.begin(), us.end());
     std::printf("  %s %.2f / %.2f", names[mark], us[us.size() / 2], us.back());
   }
+  // Inside a block, by its SM's cycle counter: median cycles from its entry.
+  std::printf("\n%27s", "cycles from a block's entry:");
+  for (int mark = 1; mark < jax_marlin::kStreamMarks; ++mark) {
+    std::vector<long long> cycles;
+    for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+      if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && t.main_ns[b][mark] != 0)
+        cycles.push_back(t.main_clock[b][mark] - t.main_clock[b][jax_marlin::kMarkEntry]);
+    }
+    if (cycles.empty()) continue;
+    std::sort(cycles.begin(), cycles.end());
+    std::printf("  %s %lld", names[mark], cycles[cycles.size() / 2]);
+  }
   unsigned long long r0 = ~0ull, r1 = 0;
   for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
     if (t.reduce_ns[b][0] != 0) r0 = std::min(r0, t.reduce_ns[b][0]);
