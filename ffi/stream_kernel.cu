@@ -931,11 +931,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         for (int c = 0; c < p.tile_split; ++c) v += cluster.map_shared_rank(totals, c)[idx];
         store(idx, v);
       }
-      // Only the shared memory's lifetime is at stake here, and a thread's
-      // remote reads are done once their sum is stored: a relaxed arrive, with
-      // no release of the output stores. cluster.sync() would release them,
-      // and its MEMBAR.ALL.GPU waits for every store of the block to reach
-      // the GPU before the barrier (SASS, session 12: one each time).
+      // Only the shared memory's lifetime is at stake here: a relaxed arrive,
+      // with no release of the output stores. cluster.sync() would release
+      // them, and its MEMBAR.ALL.GPU (with ERRBAR and CGAERRBAR) waits for
+      // every store of the block to reach the GPU before the barrier (SASS,
+      // session 12). The memory model says nothing about lifetime; what holds
+      // it is that every remote load feeds the sum stored before the arrive,
+      // so its data has returned by then (in-order issue), and the "memory"
+      // clobber keeps the compiler from moving a load past it.
       asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
       asm volatile("barrier.cluster.wait;\n" ::: "memory");
 #else
