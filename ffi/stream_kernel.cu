@@ -55,6 +55,7 @@
 
 #include "marlin_device.cuh"
 #include "stream_plan.h"
+#include "stream_timeline.h"
 
 namespace jax_marlin {
 namespace {
@@ -89,6 +90,35 @@ struct StreamParams : GemmOperands {
 // folded once a step, not once per group (session 6's static count: 1,243
 // instructions a step with groups of 32, 900 with 128; the three extra folds
 // were the difference); the flush adds a row's G columns.
+// Timestamps for tools/latency_probe.cu (stream_timeline.h); nothing unless
+// built with -DJAX_MARLIN_STREAM_TIMELINE.
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+__device__ StreamTimeline g_timeline;
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void timeline_mark(StreamMark mark) {
+  if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks) {
+    g_timeline.main_ns[blockIdx.x][mark] = global_ns();
+    g_timeline.main_clock[blockIdx.x][mark] = clock64();
+    if (mark == kMarkEntry) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      g_timeline.main_sm[blockIdx.x] = sm;
+    }
+  }
+}
+__device__ __forceinline__ void timeline_reduce_mark(int which) {
+  const unsigned block = blockIdx.x + gridDim.x * blockIdx.y;
+  if (threadIdx.x == 0 && block < kTimelineBlocks) g_timeline.reduce_ns[block][which] = global_ns();
+}
+#else
+__device__ __forceinline__ void timeline_mark(StreamMark) {}
+__device__ __forceinline__ void timeline_reduce_mark(int) {}
+#endif
+
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
           bool kGroupRows, bool kPhases>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
@@ -118,6 +148,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   constexpr bool kPrescale = stream_prescale(8 * kMT, 16 * kGroupUnits);
 
   extern __shared__ __align__(128) unsigned char smem[];
+  timeline_mark(kMarkEntry);
   const uint32_t smem_base = shared_address(smem);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -630,6 +661,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   else
     cp_async_wait<kRingUnits>();
   __syncthreads();
+  timeline_mark(kMarkAStaged);
   // Each group's sums of activations per row (X and S above), in fp32, once
   // per block and phase (the block's warps share its staged k-steps): a thread per
   // (step, group, row), reading its kSlotK elements 16 bytes at a time, k =
@@ -671,6 +703,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
     __syncthreads();
   }
+  timeline_mark(kMarkSums);
 
   int ring_slot = 0;
   int words_i = 0;  // i mod kWordsSteps
@@ -863,12 +896,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int i = first; i < end; ++i) run_step(i, a_slot + i - first);
     }
   } else {
-    for (int i = 0; i < n_steps; ++i) run_step(i, s_begin + i - stage_begin);
+    for (int i = 0; i < n_steps; ++i) {
+      run_step(i, s_begin + i - stage_begin);
+      if (i == 0) timeline_mark(kMarkFirstStep);
+    }
   }
   // The last steps' refills were zero-fills of nothing; let them land before
   // the block's shared memory is handed to the next block (or, under
   // kTileSplit, before this warp's ring takes its sums).
   cp_async_wait<0>();
+  timeline_mark(kMarkLoopEnd);
   if constexpr (kTileSplit) {
     // Each warp's 64 x M sums go to its own ring (private: no block barrier
     // before the writes), as [m][column]; then every output adds the eight
@@ -947,6 +984,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   }
 #endif
+  timeline_mark(kMarkExit);
 }
 
 // out[m, n] = T(sum of the partials + bias[n]) for the columns of cut groups,
@@ -977,6 +1015,7 @@ template <typename T>
 __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const StreamParams p) {
   __shared__ int parts_shared;
   __shared__ float slice_sums[kReduceSlices][kReduceThreads / kReduceSlices];
+  timeline_reduce_mark(0);
   const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
   const int64_t ng = blockIdx.x;
   const int64_t m = blockIdx.y / chunks;
@@ -1024,6 +1063,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
     for (int s = 0; s < kReduceSlices; ++s) sum += slice_sums[s][lane];
   }
   if (n < p.N) store_with_bias(out, bias, m, n, p.N, sum);
+  timeline_reduce_mark(1);
 }
 
 // ---------------------------------------------------------------------------
@@ -1189,5 +1229,16 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
     return dispatch_zero_points<decltype(act)>(args, p, plan, device, stream);
   });
 }
+
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+cudaError_t ResetStreamTimeline() {
+  static const StreamTimeline zeros{};
+  return cudaMemcpyToSymbol(g_timeline, &zeros, sizeof zeros);
+}
+
+cudaError_t ReadStreamTimeline(StreamTimeline* out) {
+  return cudaMemcpyFromSymbol(out, g_timeline, sizeof *out);
+}
+#endif
 
 }  // namespace jax_marlin

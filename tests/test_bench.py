@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 
+import jax
 import pytest
 
 from jax_marlin import bench
@@ -143,3 +144,23 @@ def test_ab_compare_reads_rounds_and_the_reference_spread(tmp_path):
     assert len(lines) == 2, lines  # a header and the one jax_marlin cell
     assert lines[1] == ("8192x28672 M=1 float16 g128: main 40.0 / 43.0 (41.5); "
                         "var 38.5 / 38.0 (38.2); spread 3.0")
+
+
+def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
+    """tools/bench_trace.py traces the bench's own timed loop (``bench.LOOPS``). On the CPU
+    its trace holds no GPU kernels, but it must run: it is coupled to the loop's signature
+    and the GEMM count, and a change there must show here, not on the GPU machine."""
+    import importlib.util
+    import pathlib
+
+    monkeypatch.setenv("XLA_FLAGS", "")  # the tool appends to it at import: restored after
+    spec = importlib.util.spec_from_file_location(
+        "bench_trace", pathlib.Path(__file__).resolve().parents[1] / "tools" / "bench_trace.py")
+    bench_trace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_trace)
+    bench_trace.main(["--K", "128", "--N", "128", "--passes", "1", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    for impl in ("jax_marlin", "dense"):
+        assert f"128x128 M=1 {impl}: 3 GEMMs" in out  # 1 + 1 pass x 2 copies
+        if jax.default_backend() == "cpu":
+            assert f"{impl}: no GPU kernels in the trace" in out

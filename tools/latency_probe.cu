@@ -13,6 +13,9 @@
 // no k-split; -C: the tile split with C blocks a tile).
 // Tiny shapes' 64 copies fit in the L2 (256 x 512: 4.4 MB): their weights come
 // from there, not from DRAM.
+// Built with -DJAX_MARLIN_STREAM_TIMELINE (kernels and probe alike), it also
+// prints, per shape, where one call's time goes by the blocks' own timestamps
+// (ffi/stream_timeline.h).
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
 // finite and below 2) instead of zeros, to see whether the values move the time.
 #include <algorithm>
@@ -27,6 +30,9 @@
 
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+#include "stream_timeline.h"
+#endif
 
 using jax_marlin::DeviceLimits;
 using jax_marlin::MarlinGemmArgs;
@@ -234,6 +240,77 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
   return name;
 }
 
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+// `call` captured into a graph, replayed three times, then once more with the
+// stamps cleared: microseconds from the first block's entry to each mark
+// (median and last over the blocks that reached it), the blocks' spread of
+// entries, the gap from the main kernel's last exit to the reduce kernel's
+// first entry, and the reduce kernel's span.
+void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  call();
+  CHECK(cudaStreamEndCapture(stream, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  CHECK(jax_marlin::ResetStreamTimeline());
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  static jax_marlin::StreamTimeline t;
+  CHECK(jax_marlin::ReadStreamTimeline(&t));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  unsigned long long t0 = ~0ull;
+  int blocks = 0;
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    if (t.main_ns[b][jax_marlin::kMarkEntry] == 0) continue;
+    ++blocks;
+    t0 = std::min(t0, t.main_ns[b][jax_marlin::kMarkEntry]);
+  }
+  if (blocks == 0) {
+    std::printf("%27s no stamps (a kernel built without the timeline?)\n", "timeline:");
+    return;
+  }
+  static const char* names[] = {"entry", "A staged", "sums", "first step", "loop end", "exit"};
+  std::printf("%27s %d blocks; us from the first entry, median / last:", "timeline:", blocks);
+  unsigned long long main_end = 0;
+  for (int mark = 0; mark < jax_marlin::kStreamMarks; ++mark) {
+    std::vector<double> us;
+    for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+      const unsigned long long v = t.main_ns[b][mark];
+      if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && v != 0) us.push_back((v - t0) / 1e3);
+      if (mark == jax_marlin::kMarkExit) main_end = std::max(main_end, v);
+    }
+    if (us.empty()) continue;
+    std::sort(us.begin(), us.end());
+    std::printf("  %s %.2f / %.2f", names[mark], us[us.size() / 2], us.back());
+  }
+  // Inside a block, by its SM's cycle counter: median cycles from its entry.
+  std::printf("\n%27s", "cycles from a block's entry:");
+  for (int mark = 1; mark < jax_marlin::kStreamMarks; ++mark) {
+    std::vector<long long> cycles;
+    for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+      if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && t.main_ns[b][mark] != 0)
+        cycles.push_back(t.main_clock[b][mark] - t.main_clock[b][jax_marlin::kMarkEntry]);
+    }
+    if (cycles.empty()) continue;
+    std::sort(cycles.begin(), cycles.end());
+    std::printf("  %s %lld", names[mark], cycles[cycles.size() / 2]);
+  }
+  unsigned long long r0 = ~0ull, r1 = 0;
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    if (t.reduce_ns[b][0] != 0) r0 = std::min(r0, t.reduce_ns[b][0]);
+    r1 = std::max(r1, t.reduce_ns[b][1]);
+  }
+  if (r0 != ~0ull && main_end != 0)
+    std::printf("; reduce: gap %.2f, span %.2f", (double(r0) - double(main_end)) / 1e3,
+                r1 > r0 ? (r1 - r0) / 1e3 : 0.0);
+  std::printf("\n");
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -329,6 +406,9 @@ int main(int argc, char** argv) {
       std::printf("  %d: %.2f us (%s)", split, us, grid_name(g.copies[0], device, split).c_str());
     }
     std::printf("\n");
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+    print_timeline(stream, [&] { gemm(0); });
+#endif
     for (void* p : g.buffers) CHECK(cudaFree(p));
   }
   CHECK(cudaStreamSynchronize(stream));

@@ -1,0 +1,44 @@
+// Optional timestamps of the streaming kernels, for tools/latency_probe.cu:
+// a build with -DJAX_MARLIN_STREAM_TIMELINE has thread 0 of every block record
+// %globaltimer (ns, one clock for the whole GPU) and its SM's cycle counter at
+// a few points of its run,
+// so that a small GEMM's fixed latency can be split into launch ramp, A
+// staging, the first step, the loop, the epilogue, the kernel boundary and the
+// reduce. Every other build compiles the marks to nothing (the package's
+// kernels are bit for bit the same with or without this header).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace jax_marlin {
+
+// The points a main-kernel block marks, in order (the tile split and stream-K
+// alike; a stream-K block's flushes happen inside its loop).
+enum StreamMark : int {
+  kMarkEntry = 0,   // the block starts
+  kMarkAStaged,     // A landed and published (the first block barrier)
+  kMarkSums,        // A's group sums published (the second barrier)
+  kMarkFirstStep,   // warp 0 finished its first step
+  kMarkLoopEnd,     // warp 0 left its step loop, its copies landed
+  kMarkExit,        // the block's last instruction (after the tile split's epilogue)
+  kStreamMarks
+};
+constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
+
+struct StreamTimeline {
+  unsigned long long main_ns[kTimelineBlocks][kStreamMarks];  // 0: not reached
+  // The SM's cycle counter at the same marks: fine-grained durations inside a
+  // block, where %globaltimer may tick coarsely (~1 us on some parts).
+  long long main_clock[kTimelineBlocks][kStreamMarks];
+  unsigned main_sm[kTimelineBlocks];
+  unsigned long long reduce_ns[kTimelineBlocks][2];  // entry, exit (linear block index)
+};
+
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+// Clears the stamps (before the launch to be read) and copies them out after
+// it (the caller synchronizes first).
+cudaError_t ResetStreamTimeline();
+cudaError_t ReadStreamTimeline(StreamTimeline* out);
+#endif
+
+}  // namespace jax_marlin

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tools/latency_probe.cu built against each source tree under .variants/<name>
+# (git archives of branches, as for tools/ab_variants.sh) and run alternately,
+# PROBE_ROUNDS times (default 2): the launcher's own kernels in CUDA graphs, so
+# a kernel change reads without the bench's harness. The probe's source is this
+# checkout's; only ffi/ comes from each variant, and a file .variants/<name>/CUDA_FLAGS
+# adds nvcc flags to that variant's kernels and probe (e.g.
+# -DJAX_MARLIN_STREAM_TIMELINE: the blocks' timestamps, ffi/stream_timeline.h).
+# Logs: $OUT/probe_<name>_r<k>.txt.
+#   PROBE_ROUNDS=2 bash tools/probe_variants.sh      (carry=[".variants"])
+set -uo pipefail
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+repo="$(pwd)"
+names=$(ls .variants)
+flags=(-std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a)
+for n in $names; do
+  obj="/tmp/probe_obj/$n"; rm -rf "$obj"; mkdir -p "$obj"
+  # shellcheck disable=SC2207  # the flags are split on purpose
+  extra=($(cat ".variants/$n/CUDA_FLAGS" 2>/dev/null))
+  (for f in marlin_kernel stream_kernel wgmma_kernel; do
+     nvcc "${flags[@]}" "${extra[@]}" -DJAX_MARLIN_WGMMA=1 -I ".variants/$n/ffi" \
+       -c ".variants/$n/ffi/$f.cu" -o "$obj/$f.o" &
+   done
+   nvcc "${flags[@]}" "${extra[@]}" -I ".variants/$n/ffi" -c "$repo/tools/latency_probe.cu" \
+     -o "$obj/probe.o"
+   wait
+   nvcc -gencode arch=compute_90a,code=sm_90a "$obj"/*.o -o "$obj/latency_probe" \
+     && echo "built probe $n" || echo "PROBE BUILD FAILED $n") &
+done
+wait
+for round in $(seq 1 "${PROBE_ROUNDS:-2}"); do
+  for n in $names; do
+    echo "== probe $n (round $round)"
+    timeout "${PROBE_TIMEOUT:-90}" "/tmp/probe_obj/$n/latency_probe" >"$OUT/probe_${n}_r$round.txt" 2>&1
+    grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k_override|timeline" "$OUT/probe_${n}_r$round.txt"
+  done
+done
