@@ -73,23 +73,6 @@ struct StreamParams : GemmOperands {
   int tile_split;        // C > 0 blocks per 64-column tile, warps splitting k; 0: stream-K
 };
 
-// kTileSplit: the grid for shapes with few column groups (a 4096-column
-// projection has 8 of them for 264 block slots, so stream-K cuts every group
-// ~32 ways and the reduce kernel plus its launch cost more than the stream).
-// A cluster of C = p.tile_split consecutive blocks owns one 64-column tile;
-// block rank r takes the r-th of C contiguous parts of its k-steps and its 8
-// warps contiguous eighths of those. The warps add their sums in shared
-// memory, in warp order; with C > 1 (sm_90 only) the blocks then add theirs
-// through distributed shared memory, in rank order. No partials in global
-// memory, no reduce kernel, and C blocks per tile so that 64 tiles still fill
-// the SMs (one block per tile left half of them idle).
-//
-// kGroupRows (groups of 32 or 64 with M x G <= 8, G groups a step;
-// stream_plan.h): column m G + s of the n8 tile takes row m of A masked to
-// the step's s-th group, so every group accumulates in its own column and is
-// folded once a step, not once per group (session 6's static count: 1,243
-// instructions a step with groups of 32, 900 with 128; the three extra folds
-// were the difference); the flush adds a row's G columns.
 // Timestamps for tools/latency_probe.cu (stream_timeline.h); nothing unless
 // built with -DJAX_MARLIN_STREAM_TIMELINE.
 #ifdef JAX_MARLIN_STREAM_TIMELINE
@@ -119,6 +102,23 @@ __device__ __forceinline__ void timeline_mark(StreamMark) {}
 __device__ __forceinline__ void timeline_reduce_mark(int) {}
 #endif
 
+// kTileSplit: the grid for shapes with few column groups (a 4096-column
+// projection has 8 of them for 264 block slots, so stream-K cuts every group
+// ~32 ways and the reduce kernel plus its launch cost more than the stream).
+// A cluster of C = p.tile_split consecutive blocks owns one 64-column tile;
+// block rank r takes the r-th of C contiguous parts of its k-steps and its 8
+// warps contiguous eighths of those. The warps add their sums in shared
+// memory, in warp order; with C > 1 (sm_90 only) the blocks then add theirs
+// through distributed shared memory, in rank order. No partials in global
+// memory, no reduce kernel, and C blocks per tile so that 64 tiles still fill
+// the SMs (one block per tile left half of them idle).
+//
+// kGroupRows (groups of 32 or 64 with M x G <= 8, G groups a step;
+// stream_plan.h): column m G + s of the n8 tile takes row m of A masked to
+// the step's s-th group, so every group accumulates in its own column and is
+// folded once a step, not once per group (session 6's static count: 1,243
+// instructions a step with groups of 32, 900 with 128; the three extra folds
+// were the difference); the flush adds a row's G columns.
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
           bool kGroupRows, bool kPhases>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
@@ -1107,11 +1107,12 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   cudaError_t err;
   if (p.tile_split)
     err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
-  else if (stream_a_phased(plan))  // M >= kAPhaseFromM: the 16-row kernels only
-    err = kMT == 2 ? launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, kMT == 2>(
-                         p, plan, device, stream)
-                   : cudaErrorInvalidValue;
-  else
+  else if (stream_a_phased(plan)) {  // M >= kAPhaseFromM: the 16-row kernels only
+    if constexpr (kMT == 2)
+      err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, true>(p, plan, device, stream);
+    else
+      err = cudaErrorInvalidValue;
+  } else
     err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
   if (err != cudaSuccess) return err;
   if (plan.any_cut) {

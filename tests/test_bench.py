@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
+import pathlib
 
 import jax
 import pytest
@@ -10,6 +12,15 @@ import pytest
 from jax_marlin import bench
 
 SWEEP_IMPLS = ("dense", "jax_marlin", "jax_marlin_fused", "jax_marlin_dense", "xla_int4")
+
+
+def tool_module(name: str):
+    """``tools/<name>.py`` of this checkout, imported as a module."""
+    spec = importlib.util.spec_from_file_location(
+        name, pathlib.Path(__file__).resolve().parents[1] / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -122,13 +133,7 @@ def test_quick_and_default_settings():
 def test_ab_compare_reads_rounds_and_the_reference_spread(tmp_path):
     """tools/ab_compare.py (the A/B rounds of tools/ab_variants.sh, side by side) on two
     variants' bench CSVs over two rounds, against the numbers written into them."""
-    import importlib.util
-    import pathlib
-
-    spec = importlib.util.spec_from_file_location(
-        "ab_compare", pathlib.Path(__file__).resolve().parents[1] / "tools" / "ab_compare.py")
-    ab_compare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab_compare)
+    ab_compare = tool_module("ab_compare")
     times = {("main", "bench.csv"): 40.0, ("main", "bench_r2.csv"): 43.0,
              ("var", "bench.csv"): 38.5, ("var", "bench_r2.csv"): 38.0}
     for (variant, name), us in times.items():
@@ -150,14 +155,8 @@ def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
     """tools/bench_trace.py traces the bench's own timed loop (``bench.LOOPS``). On the CPU
     its trace holds no GPU kernels, but it must run: it is coupled to the loop's signature
     and the GEMM count, and a change there must show here, not on the GPU machine."""
-    import importlib.util
-    import pathlib
-
     monkeypatch.setenv("XLA_FLAGS", "")  # the tool appends to it at import: restored after
-    spec = importlib.util.spec_from_file_location(
-        "bench_trace", pathlib.Path(__file__).resolve().parents[1] / "tools" / "bench_trace.py")
-    bench_trace = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_trace)
+    bench_trace = tool_module("bench_trace")
     bench_trace.main(["--K", "128", "--N", "128", "--passes", "1", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     for impl in ("jax_marlin", "dense"):

@@ -1,8 +1,13 @@
 """What the build says about itself, checked against what actually runs."""
 
+import pathlib
+import shutil
+import subprocess
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jax_marlin as jm
 from jax_marlin import _ffi
@@ -34,12 +39,6 @@ def test_the_timeline_build_compiles_and_the_package_carries_none_of_it(tmp_path
     """ffi/stream_timeline.h: the streaming kernels' timestamps exist only in a build with
     -DJAX_MARLIN_STREAM_TIMELINE (tools/latency_probe.cu's). That build must keep
     compiling, and the package's CUDA module must not read the global timer."""
-    import pathlib
-    import shutil
-    import subprocess
-
-    import pytest
-
     nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
     if nvcc is None or cuobjdump is None:
         pytest.skip("needs nvcc and cuobjdump")
