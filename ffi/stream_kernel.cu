@@ -948,9 +948,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       // sums fill at most 16 x 64 floats, the lower half), at the same offset
       // in every block of the cluster. Block rank r then writes the r-th of C
       // slices of the tile's outputs, adding the C blocks' totals in rank
-      // order. The cluster barriers (release/acquire) make the totals visible
-      // across the cluster, and keep every block's shared memory alive until
-      // the last remote read of it.
+      // order. The first cluster barrier (release/acquire) makes the totals
+      // visible across the cluster; the second keeps every block's shared
+      // memory alive until the last remote read of it.
       constexpr int kTotalsOffset = kRingUnits * kUnitBytes / 2;
       static_assert(kStreamMaxM * 64 * 4 <= kTotalsOffset, "warp sums overlap the block totals");
       float* totals = reinterpret_cast<float*>(smem + kTotalsOffset);
@@ -968,7 +968,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         for (int c = 0; c < p.tile_split; ++c) v += cluster.map_shared_rank(totals, c)[idx];
         store(idx, v);
       }
-      cluster.sync();
+      // Only the shared memory's lifetime is at stake here: a relaxed arrive,
+      // with no release of the output stores. cluster.sync() would release
+      // them, and its MEMBAR.ALL.GPU (with ERRBAR and CGAERRBAR) waits for
+      // every store of the block to reach the GPU before the barrier (SASS,
+      // session 12). The memory model says nothing about lifetime; what holds
+      // it is that every remote load feeds the sum stored before the arrive,
+      // so its data has returned by then (in-order issue), and the "memory"
+      // clobber keeps the compiler from moving a load past it.
+      asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+      asm volatile("barrier.cluster.wait;\n" ::: "memory");
 #else
       __trap();  // never planned: cluster_code_loaded() is false for this code
 #endif
