@@ -10,7 +10,8 @@
 //     ffi/stream_kernel.cu ffi/wgmma_kernel.cu -o /tmp/latency_probe && /tmp/latency_probe
 // Per shape it also times each of a call's kernels alone (copies of the
 // captured kernel nodes), and the call under other grids (split_k_override 1:
-// no k-split; -C: the tile split with C blocks a tile).
+// no k-split; -C: the tile split with C blocks a tile), and the calls each
+// as a child graph node, as XLA's command buffers hold a traced FFI call.
 // Tiny shapes' 64 copies fit in the L2 (256 x 512: 4.4 MB): their weights come
 // from there, not from DRAM.
 // Built with -DJAX_MARLIN_STREAM_TIMELINE (kernels and probe alike), it also
@@ -166,6 +167,24 @@ double kernel_alone_us(cudaStream_t stream, const std::vector<CapturedCall>& cal
       std::printf("kernel_alone_us: the clone lost its cluster dimension\n");
       std::exit(1);
     }
+    prev = node;
+  }
+  return time_graph_us(stream, graph);
+}
+
+// Microseconds per item of a chain of kItems child-graph nodes, item i a copy
+// of call i % calls.size()'s captured graph. XLA's command buffers hold a
+// traced FFI call this way (stream capture into a nested graph) and their own
+// kernels as plain kernel nodes; this against the flat chain of the same
+// calls says what the nesting costs.
+double child_graphs_us(cudaStream_t stream, const std::vector<CapturedCall>& calls) {
+  cudaGraph_t graph;
+  CHECK(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t prev = nullptr;
+  for (int i = 0; i < kItems; ++i) {
+    cudaGraphNode_t node;
+    CHECK(cudaGraphAddChildGraphNode(&node, graph, prev ? &prev : nullptr, prev ? 1 : 0,
+                                     calls[i % calls.size()].graph));
     prev = node;
   }
   return time_graph_us(stream, graph);
@@ -348,6 +367,19 @@ int main(int argc, char** argv) {
                 empty_kernel<<<sms, 256, big_smem, stream>>>();
                 small_kernel<<<1, 64, 0, stream>>>(scratch);
               }));
+  {
+    std::vector<CapturedCall> small{capture_call(stream, [&] {
+      small_kernel<<<1, 64, 0, stream>>>(scratch);
+    })};
+    std::vector<CapturedCall> big{capture_call(stream, [&] {
+      empty_kernel<<<sms, 256, big_smem, stream>>>();
+    })};
+    std::printf("small kernel, each a child graph         %7.2f\n", child_graphs_us(stream, small));
+    std::printf("empty (%d KB shared), each a child graph %7.2f\n", big_smem / 1024,
+                child_graphs_us(stream, big));
+    CHECK(cudaGraphDestroy(small[0].graph));
+    CHECK(cudaGraphDestroy(big[0].graph));
+  }
 
   struct Shape { int64_t M, K, N; };
   const Shape shapes[] = {{1, 256, 512},    {1, 4096, 4096},  {1, 4096, 6144},
@@ -393,6 +425,7 @@ int main(int argc, char** argv) {
       std::printf(" %.2f (%u x %u, cluster %u)", kernel_alone_us(stream, calls, k),
                   params.gridDim.x, params.gridDim.y, cluster.clusterDim.x);
     }
+    std::printf("  each call a child graph: %.2f", child_graphs_us(stream, calls));
     for (CapturedCall& c : calls) CHECK(cudaGraphDestroy(c.graph));
     std::printf("\n");
     // Other grids for the same GEMM, through split_k_override: 1 plans no
