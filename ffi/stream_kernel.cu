@@ -321,8 +321,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   // The tile split with C > 1 blocks a tile (a cluster, sm_90) adds the C
   // blocks' totals in the block that stores each slice of the outputs; the
-  // others push their totals of it there (st.async, the epilogue). A block's
-  // inbox holds C slices of M x 64 / C floats, block c's at slice c. It lies
+  // others push their totals of it there (st.async, the epilogue). The M x 64
+  // outputs are cut into C slices of whole 4-output quads (as first_step cuts
+  // steps: C need not divide them, e.g. a forced C = 3), and a block's
+  // inbox holds C slots of the largest slice, block c's total in slot c. It lies
   // past A and its sums for the plan's ceil(L / C) steps (stream_plan.h):
   // the same offset in every block, clear of all a block uses before its
   // epilogue, since a peer may push while this block is still streaming.
@@ -339,7 +341,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   if (kTileSplit && p.tile_split > 1) {
     if (threadIdx.x == 0) {
       mbarrier_init(inbox_bar, 1);
-      mbarrier_arrive_expect_tx(inbox_bar, 4 * (p.tile_split - 1) * (rows * 64 / p.tile_split));
+      const int rank = blockIdx.x % p.tile_split;
+      const int quads = ((rank + 1) * rows * 16) / p.tile_split - (rank * rows * 16) / p.tile_split;
+      mbarrier_arrive_expect_tx(inbox_bar, 16 * (p.tile_split - 1) * quads);
       fence_mbarrier_init();
     }
     asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
@@ -970,25 +974,32 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         store(idx, warp_total(idx));
     } else {
 #if __CUDA_ARCH__ >= 900
-      // Block rank r stores slice r of the tile's outputs (M x 64 / C floats,
-      // a multiple of 8). Each block adds its warps' sums 4 outputs at a time
-      // and pushes them to the slice's owner, into inbox slot r there: one
-      // st.async of 16 bytes, counted on the owner's barrier. Then each block
-      // waits for its C - 1 peers' bytes and adds the C totals in rank order
-      // (the same sums every run). A peer's push is one one-way trip through
-      // the cluster; pulling the totals needed a cluster barrier first (with
-      // a MEMBAR.ALL.GPU: its release waits for every store of the block),
-      // the remote loads' round trip, and a second barrier so that no block
-      // exits while a peer still reads it. The kernels' timestamps put 1.4-1.5
-      // us between the loop's end and the exit of the pulling kernels at C =
-      // 2, 0.36 us at C = 1 (session 13, call 2). Nothing reads a block's
-      // shared memory from outside now, and its inbox has received every byte
-      // before it exits, so no barrier holds the exit.
+      // Block rank r stores slice r of the tile's outputs (quads first_step(r)
+      // .. first_step(r + 1) - 1 of the M x 16). Each block adds its warps'
+      // sums a quad at a time and pushes each quad to its slice's owner, into
+      // the owner's inbox slot for this block: one st.async of 16 bytes,
+      // counted on the owner's barrier. Then each block waits for its C - 1
+      // peers' bytes and adds the C totals in rank order (the same sums every
+      // run). A peer's push is one one-way trip through the cluster; pulling
+      // the totals needed a cluster barrier first (with a MEMBAR.ALL.GPU: its
+      // release waits for every store of the block), the remote loads' round
+      // trip, and a second barrier so that no block exits while a peer still
+      // reads it. The kernels' timestamps put 1.4-1.5 us between the loop's
+      // end and the exit of the pulling kernels at C = 2, 0.36 us at C = 1
+      // (session 13, call 2). Nothing reads a block's shared memory from
+      // outside now, and its inbox has received every byte before it exits,
+      // so no barrier holds the exit.
       const int C = p.tile_split;
       const int rank = blockIdx.x % C;  // 1-D grid, clusters of (C, 1, 1)
-      const int slice = rows * 64 / C;
+      const int n_quads = rows * 16;
+      // first_step and owner_block in 32 bits (n_quads <= 256, C <= 8).
+      auto first_quad = [&](int r) { return r * n_quads / C; };
+      auto owner_of = [&](int q) { return ((q + 1) * C + n_quads - 1) / n_quads - 1; };
+      const int slot_floats = 4 * ((n_quads + C - 1) / C);
+      const int first = 4 * first_quad(rank);
+      const int slice_end = 4 * first_quad(rank + 1);
       asm volatile("barrier.cluster.wait;\n" ::: "memory");  // the peers' barriers are ready
-      for (int q = threadIdx.x; q < rows * 16; q += kStreamThreads) {
+      for (int q = threadIdx.x; q < n_quads; q += kStreamThreads) {
         const int idx = 4 * q;
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
@@ -1000,8 +1011,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           v.z += s.z;
           v.w += s.w;
         }
-        const int owner = idx / slice;
-        const uint32_t slot = inbox + 4 * (rank * slice + idx - owner * slice);
+        const int owner = owner_of(q);
+        const uint32_t slot = inbox + 4 * (rank * slot_floats + idx - 4 * first_quad(owner));
         if (owner == rank)
           *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
         else
@@ -1010,12 +1021,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       __syncthreads();  // this block's own slot
       mbarrier_wait_cluster(inbox_bar, 0);
       const float* received = reinterpret_cast<const float*>(smem + (inbox - smem_base));
-      for (int idx = threadIdx.x; idx < slice; idx += kStreamThreads) {
+      for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads) {
         float v = 0.f;
 #pragma unroll
         for (int c = 0; c < kTileSplitMaxCluster; ++c)
-          if (c < C) v += received[c * slice + idx];
-        store(rank * slice + idx, v);
+          if (c < C) v += received[c * slot_floats + idx - first];
+        store(idx, v);
       }
 #else
       __trap();  // never planned: cluster_code_loaded() is false for this code
