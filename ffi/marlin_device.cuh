@@ -155,6 +155,49 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
 #endif
 }
 
+// Thread-block clusters (sm_90): a peer block's shared memory, written by
+// st.async and counted on the peer's own mbarrier. The tile split's blocks
+// push their sums to the block that stores each slice (stream_kernel.cu).
+// `addr` in this block's shared memory -> the same offset in block `rank` of
+// the cluster (a shared::cluster address).
+__device__ __forceinline__ uint32_t peer_shared_address(uint32_t addr, uint32_t rank) {
+  uint32_t peer = addr;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(addr), "r"(rank));
+#endif
+  return peer;
+}
+
+// 16 bytes into a peer's shared memory (16-byte aligned), completing 16
+// bytes of the current phase of the peer's barrier `peer_bar`. The data
+// comes from registers: nothing of this block's is read after the issue.
+__device__ __forceinline__ void st_async_16(uint32_t peer_addr, float4 v, uint32_t peer_bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];\n" ::"r"(peer_addr),
+      "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+      "r"(__float_as_uint(v.w)), "r"(peer_bar)
+      : "memory");
+#endif
+}
+
+// mbarrier_wait with cluster scope: what the cluster's peers wrote with
+// st.async on this phase is visible to the calling thread afterwards.
+__device__ __forceinline__ void mbarrier_wait_cluster(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_again:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_again;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
 // Closes the group of cp.async issued since the last commit, so that "wait
 // until at most N groups are pending" means "all but the N newest groups have
 // landed" (the tiled kernel commits one group per k-tile, the streaming kernel

@@ -45,7 +45,6 @@
 
 #include "stream_kernel.h"
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -319,6 +318,37 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     stage_a(0, a_slot_steps, 0);  // phases 0 and 1
     cp_async_commit();
   }
+
+  // The tile split with C > 1 blocks a tile (a cluster, sm_90) adds the C
+  // blocks' totals in the block that stores each slice of the outputs; the
+  // others push their totals of it there (st.async, the epilogue). The M x 64
+  // outputs are cut into C slices of whole 4-output quads (as first_step cuts
+  // steps: C need not divide them, e.g. a forced C = 3), and a block's
+  // inbox holds C slots of the largest slice, block c's total in slot c. It lies
+  // past A and its sums for the plan's ceil(L / C) steps (stream_plan.h):
+  // the same offset in every block, clear of all a block uses before its
+  // epilogue, since a peer may push while this block is still streaming.
+  // Its barrier takes the code ring's barrier slots, which the tile split
+  // (cp.async ring) does not use; it expects the C - 1 peers' bytes, and its
+  // one arrival is made here. The relaxed cluster arrive pairs with the wait
+  // before the first push: no block pushes before its peers' barriers are
+  // initialized.
+  const int sums_step_bytes = kPrescale ? 0 : kGroupsPerStep * rows * kSumsBytes;
+  const uint32_t inbox =
+      (a_base + p.a_phase_steps * (a_step_bytes + sums_step_bytes) + 15) & ~uint32_t{15};
+  const uint32_t inbox_bar = smem_base + kBarrierOffset;
+#if __CUDA_ARCH__ >= 900
+  if (kTileSplit && p.tile_split > 1) {
+    if (threadIdx.x == 0) {
+      mbarrier_init(inbox_bar, 1);
+      const int rank = blockIdx.x % p.tile_split;
+      const int quads = ((rank + 1) * rows * 16) / p.tile_split - (rank * rows * 16) / p.tile_split;
+      mbarrier_arrive_expect_tx(inbox_bar, 16 * (p.tile_split - 1) * quads);
+      fence_mbarrier_init();
+    }
+    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+  }
+#endif
 
   // The code ring. sm_80: cp.async, 16 bytes a lane, one commit group per
   // unit (empty groups where a unit does not exist, so that the unit consumed
@@ -944,40 +974,60 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         store(idx, warp_total(idx));
     } else {
 #if __CUDA_ARCH__ >= 900
-      // The block's total goes to the upper half of warp 0's ring (the warps'
-      // sums fill at most 16 x 64 floats, the lower half), at the same offset
-      // in every block of the cluster. Block rank r then writes the r-th of C
-      // slices of the tile's outputs, adding the C blocks' totals in rank
-      // order. The first cluster barrier (release/acquire) makes the totals
-      // visible across the cluster; the second keeps every block's shared
-      // memory alive until the last remote read of it.
-      constexpr int kTotalsOffset = kRingUnits * kUnitBytes / 2;
-      static_assert(kStreamMaxM * 64 * 4 <= kTotalsOffset, "warp sums overlap the block totals");
-      float* totals = reinterpret_cast<float*>(smem + kTotalsOffset);
-      for (int idx = threadIdx.x; idx < rows * 64; idx += kStreamThreads)
-        totals[idx] = warp_total(idx);
-      cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-      cluster.sync();
-      // The grid is 1-D with clusters of (C, 1, 1): a block's rank in its
-      // cluster is blockIdx.x mod C, the same rank its k-part came from.
-      const int rank = blockIdx.x % p.tile_split;
-      const int begin = rank * rows * 64 / p.tile_split;
-      const int end = (rank + 1) * rows * 64 / p.tile_split;
-      for (int idx = begin + threadIdx.x; idx < end; idx += kStreamThreads) {
+      // Block rank r stores slice r of the tile's outputs (quads first_step(r)
+      // .. first_step(r + 1) - 1 of the M x 16). Each block adds its warps'
+      // sums a quad at a time and pushes each quad to its slice's owner, into
+      // the owner's inbox slot for this block: one st.async of 16 bytes,
+      // counted on the owner's barrier. Then each block waits for its C - 1
+      // peers' bytes and adds the C totals in rank order (the same sums every
+      // run). A peer's push is one one-way trip through the cluster; pulling
+      // the totals needed a cluster barrier first (with a MEMBAR.ALL.GPU: its
+      // release waits for every store of the block), the remote loads' round
+      // trip, and a second barrier so that no block exits while a peer still
+      // reads it. The kernels' timestamps put 1.4-1.5 us between the loop's
+      // end and the exit of the pulling kernels at C = 2, 0.36 us at C = 1
+      // (session 13, call 2). Nothing reads a block's shared memory from
+      // outside now, and its inbox has received every byte before it exits,
+      // so no barrier holds the exit.
+      const int C = p.tile_split;
+      const int rank = blockIdx.x % C;  // 1-D grid, clusters of (C, 1, 1)
+      const int n_quads = rows * 16;
+      // first_step and owner_block in 32 bits (n_quads <= 256, C <= 8).
+      auto first_quad = [&](int r) { return r * n_quads / C; };
+      auto owner_of = [&](int q) { return ((q + 1) * C + n_quads - 1) / n_quads - 1; };
+      const int slot_floats = 4 * ((n_quads + C - 1) / C);
+      const int first = 4 * first_quad(rank);
+      const int slice_end = 4 * first_quad(rank + 1);
+      asm volatile("barrier.cluster.wait;\n" ::: "memory");  // the peers' barriers are ready
+      for (int q = threadIdx.x; q < n_quads; q += kStreamThreads) {
+        const int idx = 4 * q;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int w = 0; w < kStreamWarps; ++w) {
+          const float4 s =
+              *reinterpret_cast<const float4*>(smem + w * (kRingUnits * kUnitBytes) + 4 * idx);
+          v.x += s.x;
+          v.y += s.y;
+          v.z += s.z;
+          v.w += s.w;
+        }
+        const int owner = owner_of(q);
+        const uint32_t slot = inbox + 4 * (rank * slot_floats + idx - 4 * first_quad(owner));
+        if (owner == rank)
+          *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
+        else
+          st_async_16(peer_shared_address(slot, owner), v, peer_shared_address(inbox_bar, owner));
+      }
+      __syncthreads();  // this block's own slot
+      mbarrier_wait_cluster(inbox_bar, 0);
+      const float* received = reinterpret_cast<const float*>(smem + (inbox - smem_base));
+      for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads) {
         float v = 0.f;
-        for (int c = 0; c < p.tile_split; ++c) v += cluster.map_shared_rank(totals, c)[idx];
+#pragma unroll
+        for (int c = 0; c < kTileSplitMaxCluster; ++c)
+          if (c < C) v += received[c * slot_floats + idx - first];
         store(idx, v);
       }
-      // Only the shared memory's lifetime is at stake here: a relaxed arrive,
-      // with no release of the output stores. cluster.sync() would release
-      // them, and its MEMBAR.ALL.GPU (with ERRBAR and CGAERRBAR) waits for
-      // every store of the block to reach the GPU before the barrier (SASS,
-      // session 12). The memory model says nothing about lifetime; what holds
-      // it is that every remote load feeds the sum stored before the arrive,
-      // so its data has returned by then (in-order issue), and the "memory"
-      // clobber keeps the compiler from moving a load past it.
-      asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
-      asm volatile("barrier.cluster.wait;\n" ::: "memory");
 #else
       __trap();  // never planned: cluster_code_loaded() is false for this code
 #endif

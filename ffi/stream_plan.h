@@ -220,10 +220,14 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t two_block_smem_cap = std::min<int64_t>(
       device.max_shared_bytes_per_block, (device.max_shared_bytes_per_block + 1024) / 2 - 1024);
   // Tile split: a block stages A for its part of k, and its warps' sums
-  // (64 x M floats each) and the block's total reuse the rings.
+  // (64 x M floats each) reuse the rings. With C > 1, an inbox past A
+  // (16-byte aligned) receives the cluster's totals of the block's slice of
+  // the outputs: C slots of the largest slice, ceil(16 M / C) quads of 4
+  // floats (stream_kernel.cu).
   const int64_t n_tiles = args.n_pad / 64;
   auto tile_split_smem = [&](int64_t C) {
-    return fixed_bytes + ceil_div(L, C) * step_bytes;
+    return fixed_bytes + ceil_div(L, C) * step_bytes +
+           (C > 1 ? C * ceil_div(16 * args.M, C) * 16 + 16 : 0);
   };
   // Whether C blocks per tile can run: clusters need sm_90 (and at most
   // max_cluster blocks), and every block needs a step of k and its shared

@@ -82,7 +82,11 @@ def _fixed_bytes(groups_per_step):
 
 
 def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
-    smem = _fixed_bytes(groups) + -(-L // C) * M * (A_ROW_BYTES + sums)
+    """With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32 totals
+    of its slice of the M x 64 outputs: C slots of the largest slice, ceil(16 M / C)
+    quads of 16 bytes (16-byte aligned: 16 bytes of slack)."""
+    inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
+    smem = _fixed_bytes(groups) + -(-L // C) * M * (A_ROW_BYTES + sums) + inbox
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 

@@ -61,12 +61,14 @@ def _check_dequantize(case, w):
 
 def main():
     # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
-    # forced tile split with clusters of two blocks (where k has the two steps it
-    # needs). Then, in a second pass (it runs XLA's dot too, so a failure there
+    # forced tile split with clusters of two, three and eight blocks (where k has
+    # the steps they need; three cuts a tile's outputs unevenly between the
+    # blocks that store them). Then, in a second pass (it runs XLA's dot too, so a failure there
     # leaves the first pass's count printed), the dense path with its CUDA
     # dequantization where K % 8 == 0. The cases (weights, oracle) are made once.
     cases = list(_cases(np.random.default_rng(0)))
-    for impls in ((("fused", 0), ("fused", 3), ("fused", -2)), (("dense", 0),)):
+    for impls in ((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3), ("fused", -8)),
+                  (("dense", 0),)):
         checked = 0
         for case, a, w, bias, ref in cases:
             for impl, split_k in impls:
