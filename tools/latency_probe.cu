@@ -18,7 +18,9 @@
 // prints, per shape, where one call's time goes by the blocks' own timestamps
 // (ffi/stream_timeline.h).
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
-// finite and below 2) instead of zeros, to see whether the values move the time.
+// finite and below 2) instead of zeros, to see whether the values move the time;
+// `latency_probe small` takes the projections of ~0.5B and ~1B decoders instead
+// of the 8B-class shapes.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -333,7 +335,11 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_random = argc > 1 && std::string(argv[1]) == "random";
+  bool small_models = false;
+  for (int i = 1; i < argc; ++i) {
+    g_random = g_random || std::string(argv[i]) == "random";
+    small_models = small_models || std::string(argv[i]) == "small";
+  }
   DeviceLimits device{};
   CHECK(cudaGetDevice(&device.ordinal));
   int major = 0, minor = 0;
@@ -382,9 +388,20 @@ int main(int argc, char** argv) {
   }
 
   struct Shape { int64_t M, K, N; };
-  const Shape shapes[] = {{1, 256, 512},    {1, 4096, 4096},  {1, 4096, 6144},
-                          {1, 14336, 4096}, {1, 4096, 28672}, {1, 8192, 28672},
-                          {16, 4096, 4096}};
+  const std::vector<Shape> shapes =
+      small_models
+          // The projections of ~0.5B and ~1B decoders (hidden 896, intermediate 4864,
+          // 2 KV heads of 64; hidden 2048, intermediate 8192, 8 KV heads of 64),
+          // fused as examples/decode.py fuses them (qkv, gate/up), and the unfused
+          // k/v projections. Few 64-column tiles or short k: where the planner takes
+          // stream-K with a reduce kernel today.
+          ? std::vector<Shape>{{1, 896, 1152},  {1, 896, 896},    {1, 896, 128},
+                               {1, 896, 9728},  {1, 4864, 896},   {1, 2048, 3072},
+                               {1, 2048, 2048}, {1, 2048, 512},   {1, 2048, 16384},
+                               {1, 8192, 2048}, {16, 896, 1152},  {16, 2048, 512}}
+          : std::vector<Shape>{{1, 256, 512},    {1, 4096, 4096},  {1, 4096, 6144},
+                               {1, 14336, 4096}, {1, 4096, 28672}, {1, 8192, 28672},
+                               {16, 4096, 4096}};
   std::printf("\n     M      K      N  kernel  copies  GEMM us  GEMM + small kernel us  GB/s"
               "  kernels alone us (grid)\n");
   for (const Shape& s : shapes) {
@@ -432,7 +449,7 @@ int main(int argc, char** argv) {
     // k-split; -C forces the tile split with C blocks a tile where it fits
     // (stream_plan.h). Whichever kernel each takes, timed the same way.
     std::printf("%27s", "split_k_override:");
-    for (int split : {1, -1, -2, -4}) {
+    for (int split : {1, -1, -2, -4, -8}) {
       const double us = graph_us(stream, [&](int i) {
         CHECK(jax_marlin::LaunchMarlinGemm(g.copies[i % count], device, split, stream));
       });

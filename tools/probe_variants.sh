@@ -8,6 +8,7 @@
 # -DJAX_MARLIN_STREAM_TIMELINE: the blocks' timestamps, ffi/stream_timeline.h).
 # Logs: $OUT/probe_<name>_r<k>.txt.
 #   PROBE_ROUNDS=2 bash tools/probe_variants.sh      (carry=[".variants"])
+#   PROBE_ARGS=small ...: the small decoders' shapes (tools/latency_probe.cu)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"
@@ -31,7 +32,9 @@ wait
 for round in $(seq 1 "${PROBE_ROUNDS:-2}"); do
   for n in $names; do
     echo "== probe $n (round $round)"
-    timeout "${PROBE_TIMEOUT:-90}" "/tmp/probe_obj/$n/latency_probe" >"$OUT/probe_${n}_r$round.txt" 2>&1
+    # shellcheck disable=SC2086  # PROBE_ARGS is split on purpose ("small", "random")
+    timeout "${PROBE_TIMEOUT:-90}" "/tmp/probe_obj/$n/latency_probe" ${PROBE_ARGS-} \
+      >"$OUT/probe_${n}_r$round.txt" 2>&1
     grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k_override|timeline" "$OUT/probe_${n}_r$round.txt"
   done
 done
