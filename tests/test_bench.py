@@ -187,6 +187,8 @@ def test_loop_compiler_options_keep_the_passes_xla_flags_turn_off(monkeypatch):
     assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger"}
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x --xla_disable_hlo_passes=cse,dot-merger")
     assert bench.loop_compiler_options() == {"xla_disable_hlo_passes": "dot-merger,cse"}
+
+
 def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
     """tools/bench_trace.py traces the bench's own timed loop (``bench.LOOPS``). On the CPU
     its trace holds no GPU kernels, but it must run: it is coupled to the loop's signature
@@ -200,3 +202,16 @@ def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
         assert f"128x128 M=1 {impl}: 5 GEMMs" in out  # 1 + 1 pass of 2 copies and 2 duplicates
         if jax.default_backend() == "cpu":
             assert f"{impl}: no GPU kernels in the trace" in out
+
+
+def test_gap_trace_measures_the_idle_time_between_calls(monkeypatch):
+    """tools/gap_trace.py's reading of a trace: from the end of one call (its reduce kernel
+    included) to the start of the next call's kernel, never across a pass's checksum."""
+    monkeypatch.setenv("XLA_FLAGS", "")  # the tool appends to it at import: restored after
+    gap_trace = tool_module("gap_trace")
+    rows = [(0.0, 5.0, "stream_gemm_kernel"), (8.0, 5.0, "stream_gemm_kernel"),
+            (16.0, 1.0, "stream_reduce_kernel"), (21.0, 5.0, "stream_gemm_kernel"),
+            (26.0, 2.0, "input_reduce_fusion"), (30.0, 5.0, "stream_gemm_kernel")]
+    # Gaps: 8 - 5 = 3, then 21 - (16 + 1) = 4; none across the fusion.
+    assert gap_trace.gaps_between(rows, "stream_gemm") == (5.0, 3.5, 4, 2)
+    assert gap_trace.gaps_between(rows, "dequant") is None

@@ -1,0 +1,121 @@
+"""The idle time between back-to-back custom calls inside XLA's command buffer, per kind
+of call: which property of our kernels makes the gaps (session 13: 3.2 us between our
+4096 x 4096 GEMMs in the bench's loop, 1.3 us between XLA's own dots, ~1 us in a CUDA
+graph of our own; the nesting of a traced call as a child graph costs nothing).
+
+    python3 tools/gap_trace.py --K 4096 --N 4096 --M 1 --out /tmp/gap_trace
+
+Each case is the bench's timed loop (``jax_marlin.bench.make_loop``: passes over 16
+weights, a checksum a pass) around one kind of call, traced once with ``jax.profiler``
+(CUPTI, command buffers kept):
+- ``auto``: the planned grid (4096 x 4096 at M = 1: the tile split, clusters of 2);
+- ``split_k=-1``: the tile split without clusters; ``-2``: with clusters of 2;
+- ``split_k=3``: stream-K cut 3 ways, and its reduce kernel;
+- ``dequantize``: the dense path's CUDA dequantization, a custom call whose kernel has
+  neither clusters nor large shared memory;
+- ``dense``: ``jnp.dot`` of the dequantized weight (XLA's own kernel).
+
+For each, the kernel that runs once a call: its mean duration, and the mean gap from its
+end to the start of the next GEMM's first kernel (``gap``), over consecutive calls in a
+pass. If the gaps follow the clusters or the shared memory, the launch attributes are the
+cause; if every custom call has them, it is how XLA runs a custom call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_enable_command_buffers_during_profiling=true").strip()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import jax_marlin as jm  # noqa: E402
+from jax_marlin import bench, ops  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from decode_trace import device_kernels, last_burst, trace_events  # noqa: E402
+
+
+def fused(split_k):
+    return lambda x, w: ops._bind(x, w, None, impl="fused", split_k=split_k)
+
+
+def dequantize(x, w):
+    # The weight is the call's only output; x enters only through the checksum's nudge,
+    # so a tiny product keeps the call inside the loop without another GEMM.
+    return ops._dequantize_cuda_weights(w, x.dtype)[:1, :1] * x[:1, :1]
+
+
+CASES = {
+    "auto": lambda x, w: jm.matmul_nbits(x, w, impl="auto"),
+    "split_k=-1": fused(-1),
+    "split_k=-2": fused(-2),
+    "split_k=3": fused(3),
+    "dequantize": dequantize,
+}
+
+
+def gaps_between(rows, name_part):
+    """Mean duration of the kernels whose name holds `name_part`, and the mean idle time
+    from the end of one to the start of the next kernel that is not a checksum fusion
+    (the next call's first kernel), over consecutive calls."""
+    calls = [i for i, r in enumerate(rows) if name_part in r[2]]
+    if not calls:
+        return None
+    durations = [rows[i][1] for i in calls]
+    gaps = []
+    for i in calls:
+        j = i + 1
+        while j < len(rows) and "fusion" not in rows[j][2] and name_part not in rows[j][2]:
+            j += 1  # a reduce kernel of the same call
+        if j < len(rows) and name_part in rows[j][2]:
+            end = max(ts + d for ts, d, _ in rows[i:j])
+            gaps.append(rows[j][0] - end)
+    mean_gap = statistics.mean(gaps) if gaps else float("nan")
+    return statistics.mean(durations), mean_gap, len(calls), len(gaps)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--K", type=int, default=4096)
+    p.add_argument("--N", type=int, default=4096)
+    p.add_argument("--M", type=int, default=1)
+    p.add_argument("--copies", type=int, default=16, help="distinct weights")
+    p.add_argument("--passes", type=int, default=4)
+    p.add_argument("--out", default="/tmp/gap_trace")
+    args = p.parse_args(argv)
+    dtype = jnp.float16
+    qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
+    x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
+    marlin = bench.in_rotation(tuple(bench.marlin_weights(q, dtype) for q in qs), 16)
+    dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs), 16)
+    cases = [(name, bench.make_loop(op), marlin, "stream_gemm" if name != "dequantize"
+              else "dequant") for name, op in CASES.items()]
+    cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
+    print(f"{args.K}x{args.N} M={args.M}: {len(marlin)} weights a pass, {args.passes} passes")
+    for name, loop, weights, kernel in cases:
+        jax.block_until_ready(loop(x, weights, args.passes))
+        jax.block_until_ready(loop(x, weights, args.passes))
+        logdir = pathlib.Path(args.out) / name.replace("=", "")
+        logdir.mkdir(parents=True, exist_ok=True)
+        with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
+            jax.block_until_ready(loop(x, weights, args.passes))
+        rows, _ = device_kernels(*trace_events(logdir))
+        found = gaps_between(last_burst(rows, 200.0), kernel)
+        if found is None:
+            print(f"  {name:12s} no kernel named *{kernel}* in the trace")
+            continue
+        duration, gap, calls, n = found
+        # Fewer calls than 1 + passes x weights: XLA hoisted some out of the loop.
+        print(f"  {name:12s} {calls:4d} calls (of {1 + args.passes * len(weights)}), kernel "
+              f"{duration:7.2f} us, gap to the next call {gap:5.2f} us ({n} gaps)")
+
+
+if __name__ == "__main__":
+    main()
