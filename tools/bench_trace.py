@@ -18,8 +18,10 @@ import pathlib
 import sys
 import time
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_enable_command_buffers_during_profiling=true").strip()
+PROFILE_WITH_COMMAND_BUFFERS = "--xla_enable_command_buffers_during_profiling=true"
+if PROFILE_WITH_COMMAND_BUFFERS not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " +
+                               PROFILE_WITH_COMMAND_BUFFERS).strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -30,12 +32,24 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from decode_trace import device_kernels, last_burst, summarize, trace_events  # noqa: E402
 
 
+def add_cell_arguments(p, K: int, N: int, copies: int):
+    """The benchmark cell's arguments: the weight's shape, M, and how many distinct weights."""
+    p.add_argument("--K", type=int, default=K)
+    p.add_argument("--N", type=int, default=N)
+    p.add_argument("--M", type=int, default=1)
+    p.add_argument("--copies", type=int, default=copies, help="distinct weights")
+
+
+def cell_inputs(args, dtype):
+    """The cell's ONNX weight copies (group 128) and its activations, as the bench makes them."""
+    qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
+    x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
+    return qs, x
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--K", type=int, default=8192)
-    p.add_argument("--N", type=int, default=28672)
-    p.add_argument("--M", type=int, default=1)
-    p.add_argument("--copies", type=int, default=2, help="distinct weights")
+    add_cell_arguments(p, K=8192, N=28672, copies=2)
     p.add_argument("--min-pass-gemms", type=int, default=16,
                    help="weights a pass, duplicates of the copies where fewer (as the bench)")
     p.add_argument("--passes", type=int, default=16)
@@ -43,8 +57,7 @@ def main(argv=None):
     p.add_argument("--out", default="/tmp/bench_trace")
     args = p.parse_args(argv)
     dtype = jnp.float16
-    qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
-    x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
+    qs, x = cell_inputs(args, dtype)
     gemms = 1 + args.passes * max(args.copies, args.min_pass_gemms)
     for impl, make in (("jax_marlin", bench.marlin_weights), ("dense", bench.dense_weight)):
         weights = bench.in_rotation(tuple(make(q, dtype) for q in qs), args.min_pass_gemms)

@@ -24,22 +24,20 @@ cause; if every custom call has them, it is how XLA runs a custom call.
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import statistics
 import sys
 
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_enable_command_buffers_during_profiling=true").strip()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# bench_trace sets XLA_FLAGS for profiling with the command buffers kept, before jax runs.
+from bench_trace import add_cell_arguments, cell_inputs  # noqa: E402
+from decode_trace import device_kernels, last_burst, trace_events  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jax_marlin as jm  # noqa: E402
 from jax_marlin import bench, ops  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from decode_trace import device_kernels, last_burst, trace_events  # noqa: E402
 
 
 def fused(split_k):
@@ -83,16 +81,12 @@ def gaps_between(rows, name_part):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--K", type=int, default=4096)
-    p.add_argument("--N", type=int, default=4096)
-    p.add_argument("--M", type=int, default=1)
-    p.add_argument("--copies", type=int, default=16, help="distinct weights")
+    add_cell_arguments(p, K=4096, N=4096, copies=16)
     p.add_argument("--passes", type=int, default=4)
     p.add_argument("--out", default="/tmp/gap_trace")
     args = p.parse_args(argv)
     dtype = jnp.float16
-    qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
-    x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
+    qs, x = cell_inputs(args, dtype)
     marlin = bench.in_rotation(tuple(bench.marlin_weights(q, dtype) for q in qs), 16)
     dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs), 16)
     cases = [(name, bench.make_loop(op), marlin, "stream_gemm" if name != "dequantize"
