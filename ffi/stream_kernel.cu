@@ -348,6 +348,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
     asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
   }
+#else
+  (void)inbox, (void)inbox_bar;  // sm_80: clusters of one block, no pushes
 #endif
 
   // The code ring. sm_80: cp.async, 16 bytes a lane, one commit group per

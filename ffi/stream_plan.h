@@ -24,8 +24,8 @@ constexpr int kGroupTiles = kStreamWarps;     // 64-column tiles per column grou
 constexpr int kGroupColumns = 64 * kGroupTiles;  // 512
 constexpr int kUnitWords = 128;               // one 16 x 64 unit: 32 lanes x 16 bytes
 constexpr int kUnitBytes = 4 * kUnitWords;
-// Ring depth in steps: 2 (measured best), or 3 to measure; not 1, because the
-// tile split's cluster epilogue keeps its totals in a warp ring's upper half.
+// Ring depth in steps: 2 (measured best), or 3 to measure (1 has never been
+// built: the tile split's warps then hold their 64 x 16 sums in exactly the ring).
 #ifndef JAX_MARLIN_STREAM_RING_STEPS
 #define JAX_MARLIN_STREAM_RING_STEPS 2
 #endif
