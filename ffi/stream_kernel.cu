@@ -528,15 +528,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
             for (int c = 0; c < 2; ++c) row[16 * j + 8 * c] = total[j][c];
         } else {
-          T* const row = out + m * p.N + n0;
 #pragma unroll
           for (int j = 0; j < 4; ++j)
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
               const int64_t n = n0 + 16 * j + 8 * c;
-              if (n < p.N)
-                row[16 * j + 8 * c] = from_float<T>(
-                    total[j][c] + (bias != nullptr ? to_float<T>(bias[n]) : 0.f));
+              if (n < p.N) store_with_bias(out, bias, m, n, p.N, total[j][c]);
             }
         }
       });
