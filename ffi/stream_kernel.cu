@@ -321,10 +321,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   // The tile split with C > 1 blocks a tile (a cluster, sm_90) adds the C
   // blocks' totals in the block that stores each slice of the outputs; the
-  // others push their totals of it there (st.async, the epilogue). The M x 64
-  // outputs are cut into C slices of whole 4-output quads (as first_step cuts
-  // steps: C need not divide them, e.g. a forced C = 3), and a block's
-  // inbox holds C slots of the largest slice, block c's total in slot c. It lies
+  // others push their totals of it there (st.async, the epilogue). The outputs
+  // are cut into C slices of whole 4-output quads (stream_plan.h's
+  // tile_quad_first), and a block's inbox holds C slots of the largest slice,
+  // block c's total in slot c. It lies
   // past A and its sums for the plan's ceil(L / C) steps (stream_plan.h):
   // the same offset in every block, clear of all a block uses before its
   // epilogue, since a peer may push while this block is still streaming.
@@ -342,7 +342,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     if (threadIdx.x == 0) {
       mbarrier_init(inbox_bar, 1);
       const int rank = blockIdx.x % p.tile_split;
-      const int quads = ((rank + 1) * rows * 16) / p.tile_split - (rank * rows * 16) / p.tile_split;
+      const int quads = tile_quad_first(rank + 1, rows * 16, p.tile_split) -
+                        tile_quad_first(rank, rows * 16, p.tile_split);
       mbarrier_arrive_expect_tx(inbox_bar, 16 * (p.tile_split - 1) * quads);
       fence_mbarrier_init();
     }
@@ -973,13 +974,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         store(idx, warp_total(idx));
     } else {
 #if __CUDA_ARCH__ >= 900
-      // Block rank r stores slice r of the tile's outputs (quads first_step(r)
-      // .. first_step(r + 1) - 1 of the M x 16). Each block adds its warps'
-      // sums a quad at a time and pushes each quad to its slice's owner, into
-      // the owner's inbox slot for this block: one st.async of 16 bytes,
-      // counted on the owner's barrier. Then each block waits for its C - 1
-      // peers' bytes and adds the C totals in rank order (the same sums every
-      // run). A peer's push is one one-way trip through the cluster; pulling
+      // Block rank r stores slice r of the tile's outputs (stream_plan.h's
+      // tile_quad_first). Each block adds its warps' sums a quad at a time and
+      // pushes each quad to its slice's owner, into the owner's inbox slot for
+      // this block: one st.async of 16 bytes, counted on the owner's barrier.
+      // Then each block waits for its C - 1 peers' bytes and adds the C totals
+      // in rank order (the same sums every run). A peer's push is one one-way trip through the cluster; pulling
       // the totals needed a cluster barrier first (with a MEMBAR.ALL.GPU: its
       // release waits for every store of the block), the remote loads' round
       // trip, and a second barrier so that no block exits while a peer still
@@ -991,12 +991,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       const int C = p.tile_split;
       const int rank = blockIdx.x % C;  // 1-D grid, clusters of (C, 1, 1)
       const int n_quads = rows * 16;
-      // first_step and owner_block in 32 bits (n_quads <= 256, C <= 8).
-      auto first_quad = [&](int r) { return r * n_quads / C; };
-      auto owner_of = [&](int q) { return ((q + 1) * C + n_quads - 1) / n_quads - 1; };
-      const int slot_floats = 4 * ((n_quads + C - 1) / C);
-      const int first = 4 * first_quad(rank);
-      const int slice_end = 4 * first_quad(rank + 1);
+      const int slot_floats = 4 * tile_quad_slot(n_quads, C);
+      const int first = 4 * tile_quad_first(rank, n_quads, C);
+      const int slice_end = 4 * tile_quad_first(rank + 1, n_quads, C);
       asm volatile("barrier.cluster.wait;\n" ::: "memory");  // the peers' barriers are ready
       for (int q = threadIdx.x; q < n_quads; q += kStreamThreads) {
         const int idx = 4 * q;
@@ -1010,8 +1007,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           v.z += s.z;
           v.w += s.w;
         }
-        const int owner = owner_of(q);
-        const uint32_t slot = inbox + 4 * (rank * slot_floats + idx - 4 * first_quad(owner));
+        const int owner = tile_quad_owner(q, n_quads, C);
+        const uint32_t slot =
+            inbox + 4 * (rank * slot_floats + idx - 4 * tile_quad_first(owner, n_quads, C));
         if (owner == rank)
           *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
         else

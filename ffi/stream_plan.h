@@ -89,6 +89,22 @@ __host__ __device__ __forceinline__ int owner_block(int64_t s, int64_t T, int64_
   return static_cast<int>(((s + 1) * B + T - 1) / T - 1);
 }
 
+// The tile split's M x 64 outputs, as 16 M quads of 4 floats, cut between the C
+// blocks of a tile as first_step cuts steps (C need not divide them: a forced
+// C = 3): block r stores quads [tile_quad_first(r), tile_quad_first(r + 1)), and
+// each block's inbox holds C slots of the largest slice (stream_kernel.cu's
+// cluster epilogue; the planner sizes the inbox). In 32 bits: the kernel runs
+// them per quad, and 16 M <= 256, C <= 8.
+__host__ __device__ __forceinline__ int tile_quad_first(int r, int quads, int C) {
+  return r * quads / C;
+}
+__host__ __device__ __forceinline__ int tile_quad_owner(int q, int quads, int C) {
+  return ((q + 1) * C + quads - 1) / quads - 1;
+}
+__host__ __device__ __forceinline__ int tile_quad_slot(int quads, int C) {
+  return (quads + C - 1) / C;
+}
+
 struct StreamPlan {
   int k_steps;      // L: steps in one column group's k-range
   int total_steps;  // T = column groups x L
@@ -227,7 +243,8 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   const int64_t n_tiles = args.n_pad / 64;
   auto tile_split_smem = [&](int64_t C) {
     return fixed_bytes + ceil_div(L, C) * step_bytes +
-           (C > 1 ? C * ceil_div(16 * args.M, C) * 16 + 16 : 0);
+           (C > 1 ? C * tile_quad_slot(16 * static_cast<int>(args.M), static_cast<int>(C)) * 16 + 16
+                  : 0);
   };
   // Whether C blocks per tile can run: clusters need sm_90 (and at most
   // max_cluster blocks), and every block needs a step of k and its shared

@@ -36,7 +36,6 @@ from decode_trace import device_kernels, last_burst, trace_events  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-import jax_marlin as jm  # noqa: E402
 from jax_marlin import bench, ops  # noqa: E402
 
 
@@ -50,12 +49,13 @@ def dequantize(x, w):
     return ops._dequantize_cuda_weights(w, x.dtype)[:1, :1] * x[:1, :1]
 
 
+# name: (the op on (x, int4 weights), part of the name of the kernel run once a call)
 CASES = {
-    "auto": lambda x, w: jm.matmul_nbits(x, w, impl="auto"),
-    "split_k=-1": fused(-1),
-    "split_k=-2": fused(-2),
-    "split_k=3": fused(3),
-    "dequantize": dequantize,
+    "auto": (bench.op_marlin("auto"), "stream_gemm"),
+    "split_k=-1": (fused(-1), "stream_gemm"),
+    "split_k=-2": (fused(-2), "stream_gemm"),
+    "split_k=3": (fused(3), "stream_gemm"),
+    "dequantize": (dequantize, "dequant"),
 }
 
 
@@ -89,8 +89,7 @@ def main(argv=None):
     qs, x = cell_inputs(args, dtype)
     marlin = bench.in_rotation(tuple(bench.marlin_weights(q, dtype) for q in qs), 16)
     dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs), 16)
-    cases = [(name, bench.make_loop(op), marlin, "stream_gemm" if name != "dequantize"
-              else "dequant") for name, op in CASES.items()]
+    cases = [(name, bench.make_loop(op), marlin, kernel) for name, (op, kernel) in CASES.items()]
     cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
     print(f"{args.K}x{args.N} M={args.M}: {len(marlin)} weights a pass, {args.passes} passes")
     for name, loop, weights, kernel in cases:
