@@ -69,6 +69,7 @@ cudaError_t GetDeviceLimits(DeviceLimits* limits) {
   }
   limits->compute_capability = 10 * major + minor;
   limits->ordinal = device;
+  if (cudaError_t error = QueryClusterBlocks(limits); error != cudaSuccess) return error;
   if (device < kMaxDevices) {
     cache[device] = *limits;
     cached[device] = true;

@@ -62,7 +62,16 @@ struct DeviceLimits {
   int sm_count;
   int max_shared_bytes_per_block;  // opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin)
   int compute_capability;          // e.g. 80, 90
+  // Blocks the device runs at once, one block an SM, in clusters of 2, 4 and 8
+  // (cudaOccupancyMaxActiveClusters x C): clusters sit within a GPC, so where a
+  // GPC's SMs are not a multiple of C some stay idle (the H200: 132, 120, 120).
+  // 0: unknown, taken as sm_count.
+  int cluster_blocks[3] = {0, 0, 0};
 };
+
+// Fills device->cluster_blocks (sm_90 and later; left 0 elsewhere).
+cudaError_t QueryClusterBlocks(DeviceLimits* device);
+#define JAX_MARLIN_HAS_CLUSTER_BLOCKS 1
 
 // Launches the GEMM on `stream`. Allocates nothing and never synchronises, so
 // it is safe inside CUDA graphs. The workspace is owned by the caller (XLA);

@@ -1232,6 +1232,40 @@ static bool cluster_code_loaded(const DeviceLimits& device) {
   });
 }
 
+// The cluster residency query's kernel: never launched, only its occupancy read
+// with the largest dynamic shared memory (one block an SM), so the count is the
+// GPCs' packing of clusters, not the streaming kernel's registers.
+static __global__ void cluster_residency_kernel() {}
+
+cudaError_t QueryClusterBlocks(DeviceLimits* device) {
+  if (device->compute_capability < 90) return cudaSuccess;
+  const int smem = device->max_shared_bytes_per_block;
+  if (cudaError_t error = cudaFuncSetAttribute(
+          cluster_residency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      error != cudaSuccess)
+    return error;
+  for (int i = 0, C = 2; i < 3; ++i, C *= 2) {
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = C;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(C);
+    config.blockDim = dim3(kStreamThreads);
+    config.dynamicSmemBytes = smem;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaError_t error =
+            cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &config);
+        error != cudaSuccess)
+      return error;
+    device->cluster_blocks[i] = clusters * C;
+  }
+  return cudaSuccess;
+}
+
 bool StreamGemmSupports(const MarlinGemmArgs& args) {
   return args.M >= 1 && args.M <= kStreamMaxM && args.group_size >= 32 &&
          (args.zero_point_kind == ZeroPointKind::kImplicit ||

@@ -127,27 +127,42 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 
 // The tile-split grid (kernel template kTileSplit) gives each 64-column tile
 // C blocks, a thread-block cluster on sm_90 (C = 1 elsewhere), that split its
-// k-steps and add their sums on chip: no partials, no reduce kernel. C is the
-// largest power of two up to kTileSplitMaxCluster for which the grid has at
-// most one block per SM and every warp has a step. It is taken, where a
-// stream-K grid would cut, when the grid has at least kTileSplitMinBlocks
-// blocks and each block at most kTileSplitMaxSteps steps. Measured on the H200
-// at M = 1 (docs/perf/NOTES.md): with C = 1 (session 3, call 7) the tile split
-// won at 64, 96 and 128 tiles with k = 4096 and 8192 (4096 x 4096 15.6 -> 13.3
-// us, 4096 x 6144 18.6 -> 13.6, 8192 x 8192 23.4 -> 21.8) and lost at 16 tiles
-// (4096 x 1024 14.0 -> 15.7) and 112 steps per block (14336 x 4096 20.7 ->
-// 25.4). Clusters (session 4, call 1) won where they keep one block per SM
-// (14336 x 4096 with C = 2, 128 blocks: 22.7 -> 20.3 us) and lost where they
-// put two on some SMs (4096 x 6144 with C = 2, 192 blocks: 13.4 -> 16.2;
-// 4096 x 4096 with C = 4, 256 blocks: 14.5 -> 15.7).
+// k-steps and add their sums on chip: no partials, no reduce kernel. Where a
+// stream-K grid would cut, the tile split is taken with the smallest power of
+// two C that leaves each block at most kTileSplitTargetSteps steps (M <= 8;
+// kTileSplitTargetStepsWide from M = 9, where a step costs more than the
+// cluster's epilogue), or the largest C short of that, among the grids that
+// run in one wave: one block an SM, less the SMs that clusters of C cannot
+// use (cudaOccupancyMaxActiveClusters: clusters stay within a GPC), and two
+// blocks an SM for C = 1 with at most kTileSplitTwoBlocksMaxSteps steps. No
+// grid in one wave, or more than kTileSplitMaxSteps steps a block: stream-K.
+// Measured on the H200 (docs/perf/NOTES.md):
+// - at M = 1 with C = 1 (session 3, call 7) the tile split won at 64, 96 and 128
+//   tiles with k = 4096 and 8192 (4096 x 6144 18.6 -> 13.6 us, 8192 x 8192
+//   23.4 -> 21.8); clusters (session 4, call 1) won where they keep one block an
+//   SM (14336 x 4096 with C = 2: 22.7 -> 20.3) and lost where they put two on
+//   some SMs (4096 x 6144 with C = 2, 192 blocks: 13.4 -> 16.2).
+// - the probe in CUDA graphs (session 14, calls A and B; us, planned before ->
+//   after): stream-K's reduce kernel costs ~2 us, which small grids never win
+//   back: 896 x 896 6.25 -> 3.49 (C = 1, 7 steps), 4864 x 896 6.45 -> 4.04
+//   (C = 8, 5 steps), 2048 x 512 6.13 -> 4.08 (C = 2), 896 x 9728 7.36 -> 5.35
+//   (C = 1, 152 blocks, two an SM), 2048 x 16384 10.59 -> 8.67 (C = 1, 256
+//   blocks); at M = 16, 4864 x 896 8.69 -> 5.31 (C = 8), 2048 x 512 7.16 ->
+//   5.05 (C = 4). Clusters of 4 past the 120 blocks the H200 places lost a wave:
+//   8192 x 2048 at M = 16 14.84 (C = 4, 128 blocks) against 12.41 (C = 2); at
+//   M = 1 C = 2 won there too (7.31 against 8.09). Two blocks an SM with 32
+//   steps: 4096 x 14336 at M = 1 14.41 against stream-K's 15.00, not taken
+//   (k >= 4096 has stayed with the session-3 rule, measured at every M).
 #ifndef JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER
 #define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER 8
 #endif
 constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;
 static_assert(kTileSplitMaxCluster >= 1 && kTileSplitMaxCluster <= 8,
               "8 blocks is the portable cluster size, which every sm_90+ part can place");
-constexpr int kTileSplitMinBlocks = 64;
 constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
+constexpr int kTileSplitTargetSteps = 8;      // M <= 8
+constexpr int kTileSplitTargetStepsWide = 4;  // M = 9-16: a step costs more
+constexpr int kTileSplitTwoBlocksMaxSteps = 16;
 // split_k_override = -C asks for the tile-split grid with C blocks per tile
 // where it fits (-1: one block per tile).
 constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
@@ -340,14 +355,27 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->any_cut = plan->max_parts > 1;
   plan->tile_split = 0;
   if (split_k_override == 0 && plan->any_cut) {
-    for (int64_t C = kTileSplitMaxCluster; C >= 1; C /= 2) {
-      if (!tile_split_fits(C) || n_tiles * C > std::max(1, device.sm_count) ||
-          L / C < kStreamWarps)
-        continue;
-      if (n_tiles * C >= kTileSplitMinBlocks && ceil_div(L, C) <= kTileSplitMaxSteps)
-        return plan_tile_split(C);
-      break;
+    // The blocks of one wave of a tile split with C blocks a tile: one an SM,
+    // less the SMs no cluster of C can use (device.cluster_blocks); with C = 1
+    // and short k, two an SM where their shared memory allows.
+    const int64_t sms = std::max(1, device.sm_count);
+    auto one_wave = [&](int64_t C) -> int64_t {
+      if (C == 1)
+        return L <= kTileSplitTwoBlocksMaxSteps && tile_split_smem(1) <= two_block_smem_cap
+                   ? 2 * sms
+                   : sms;
+      const int known = device.cluster_blocks[C == 2 ? 0 : C == 4 ? 1 : 2];
+      return known > 0 ? std::min<int64_t>(sms, known) : sms;
+    };
+    const int64_t target = args.M > 8 ? kTileSplitTargetStepsWide : kTileSplitTargetSteps;
+    int64_t chosen = 0;
+    for (int64_t C = 1; C <= kTileSplitMaxCluster; C *= 2) {
+      if (!tile_split_fits(C) || ceil_div(L, C) > kTileSplitMaxSteps) continue;
+      if (n_tiles * C > one_wave(C)) break;  // a larger C: more blocks, no more room
+      chosen = C;
+      if (ceil_div(L, C) <= target) break;
     }
+    if (chosen > 0) return plan_tile_split(chosen);
   }
   return true;
 }

@@ -38,17 +38,25 @@ MAX_PARTS = header_constant("stream_plan.h", "kMaxStreamParts")
 # kAPhaseMinSteps = kRingSteps + 1 (the code ring's depth, a -D default in the header)
 PHASE_MIN_STEPS = int(re.search(r"#define JAX_MARLIN_STREAM_RING_STEPS (\d+)",
                                 (ROOT / "ffi" / "stream_plan.h").read_text()).group(1)) + 1
-TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")
 TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
-WARPS = 8
+TILE_SPLIT_TARGET_STEPS = header_constant("stream_plan.h", "kTileSplitTargetSteps")
+TILE_SPLIT_TARGET_STEPS_WIDE = header_constant("stream_plan.h", "kTileSplitTargetStepsWide")
+TILE_SPLIT_TWO_BLOCKS_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitTwoBlocksMaxSteps")
+MAX_CLUSTER = int(re.search(r"#define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER (\d+)",
+                            (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
+# The blocks clusters of 2, 4 and 8 place at once on the H200, one block an SM
+# (cudaOccupancyMaxActiveClusters x C; session 14, call B): every plan below is made
+# with them (only sm_90 parts form clusters).
+H200_CLUSTER_BLOCKS = (132, 120, 120)
+PLAN_ARGV = (MAX_CLUSTER, ",".join(map(str, H200_CLUSTER_BLOCKS)))
 
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory):
     run = host_planner(tmp_path_factory, "stream_plan_check.cc")
 
-    def plan(cases, max_cluster=None):  # argv[1]: the cap on the tile split's cluster size
-        return run(cases, *([] if max_cluster is None else [max_cluster]))
+    def plan(cases, max_cluster=MAX_CLUSTER):  # argv[1]: the cap on the cluster size
+        return run(cases, max_cluster, PLAN_ARGV[1])
 
     return plan
 
@@ -90,6 +98,32 @@ def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 
+def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc):
+    """The tile split's C where stream-K would cut (0: none): the smallest C whose blocks
+    have at most the target steps, else the largest short of it, among the grids of one
+    wave (one block an SM, the clusters' placeable blocks; C = 1 with short k: two an SM
+    where two blocks' shared memory fits) with at most kTileSplitMaxSteps steps a block."""
+    two_block_cap = min(smem_limit, (smem_limit + 1024) // 2 - 1024)
+    target = TILE_SPLIT_TARGET_STEPS_WIDE if M > 8 else TILE_SPLIT_TARGET_STEPS
+    chosen = 0
+    for C in (1, 2, 4, 8):
+        fits, smem = _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc)
+        steps = -(-L // C)
+        if not fits or steps > TILE_SPLIT_MAX_STEPS:
+            continue
+        if C == 1:
+            two = L <= TILE_SPLIT_TWO_BLOCKS_MAX_STEPS and smem <= two_block_cap
+            wave = 2 * sms if two else sms
+        else:
+            wave = min(sms, H200_CLUSTER_BLOCKS[C.bit_length() - 2])
+        if n_tiles * C > wave:
+            break
+        chosen = C
+        if steps <= target:
+            break
+    return chosen
+
+
 @pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4])
 def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
     cases = list(_cases(split_k))
@@ -120,16 +154,14 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
             if split_k < 0:
                 assert C == -split_k, (case, got)
                 continue
-            # Chosen by itself: one wave of blocks, a step for every warp, and
-            # the largest power-of-two C that allows it.
+            # Chosen by itself: the rule's C (stream_plan.h).
             assert split_k == 0, (case, got)
-            assert B <= sms and L // C >= WARPS, (case, got)
-            assert B >= TILE_SPLIT_MIN_BLOCKS and -(-L // C) <= TILE_SPLIT_MAX_STEPS, (case, got)
-            bigger = 2 * C
-            if bigger <= 8:
-                fits, _ = _tile_split_fits(bigger, L, M, n_tiles, groups, sums, smem_limit, cc)
-                assert not (fits and n_tiles * bigger <= sms and L // bigger >= WARPS), (case, got)
+            rule = _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc)
+            assert C == rule, (case, got, rule)
             continue
+        if split_k == 0 and any_cut:  # stream-K cuts only where no tile split is one wave
+            assert _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc) == 0, (
+                case, got)
         if split_k == -4 and cc >= 90:
             # Forced clusters of 4 decline only where they cannot fit.
             fits, _ = _tile_split_fits(4, L, M, n_tiles, groups, sums, smem_limit, cc)
@@ -182,21 +214,28 @@ def test_the_issue_shapes_stream_on_the_h200(planner):
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
         B, T, tile_split = got[0], got[1], got[6]
-        if tile_split:  # C blocks per tile, chosen only with enough blocks
-            assert B >= TILE_SPLIT_MIN_BLOCKS, (case, got)
+        if tile_split:  # C blocks per tile, one wave of them
+            assert B <= sms * (2 if tile_split == 1 else 1), (case, got)
         else:
             assert B >= min(T, sms), (case, got)  # every SM gets work
 
 
 def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
-    """H200 (docs/perf/NOTES.md, session 3 call 7 and session 4 call 1): the blocks per
-    tile (C; 0 = stream-K) the planner picks for the shapes the tile split was measured
-    on: one block per SM at most (two lost), the most blocks up to that."""
+    """H200 (docs/perf/NOTES.md; session 3 call 7, session 4 call 1, session 14 calls A and
+    B): the blocks per tile (C; 0 = stream-K) the planner picks for the shapes the grids
+    were measured on, the fastest measured grid of each (within 0.2 us; 4096 x 14336 at
+    M = 1 is the one exception, kept with stream-K at 15.00 against 14.41 us)."""
     sms, smem, cc = DEVICES["h200"]
     expect = {(1, 4096, 4096): 2, (16, 4096, 4096): 2, (1, 4096, 6144): 1, (1, 8192, 8192): 1,
               (1, 4096, 1024): 4, (1, 14336, 4096): 2, (1, 4096, 28672): 0, (1, 8192, 28672): 0,
-              (1, 4096, 14336): 0, (8, 4096, 14336): 0, (3, 8192, 14336): 0, (1, 256, 16384): 0,
-              (1, 2048, 4096): 2}
+              (1, 4096, 14336): 0, (8, 4096, 14336): 0, (3, 8192, 14336): 0,
+              (16, 4096, 14336): 0, (1, 2048, 4096): 2,
+              # session 14: small decoders' projections, and clusters past what fits
+              (1, 256, 512): 1, (1, 896, 896): 1, (1, 896, 1152): 1, (1, 896, 128): 1,
+              (1, 896, 9728): 1, (1, 4864, 896): 8, (16, 4864, 896): 8, (1, 2048, 512): 2,
+              (16, 2048, 512): 4, (1, 2048, 2048): 2, (16, 2048, 2048): 2,
+              (1, 2048, 3072): 2, (1, 2048, 16384): 1, (1, 8192, 2048): 2,
+              (16, 8192, 2048): 2}
     cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
               0) for M, K, N in expect]
     for key, got in zip(expect, planner(cases)):
@@ -226,7 +265,7 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
                                      "JAX_MARLIN_STREAM_A_PHASES=0"])
     cases = [c for _, c in _cases(0)]
     replanned = 0
-    for case, got, off in zip(cases, rule_on(cases), rule_off(cases)):
+    for case, got, off in zip(cases, rule_on(cases, *PLAN_ARGV), rule_off(cases, *PLAN_ARGV)):
         M, K, N, block, workspace, sms, smem_limit, cc, _ = case
         deep_two_waves = (M >= 9 and off is not None and not off[6] and off[0] > 2 * sms
                           and off[5] > ONE_BLOCK_MIN_PARTS)
@@ -245,7 +284,7 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
     h200 = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
              0) for M, K, N in [(16, 28672, 8192), (12, 28672, 8192), (16, 8192, 28672),
                                 (8, 28672, 8192)]]
-    assert [got[0] for got in rule_on(h200)] == [132, 132, 528, 264]
+    assert [got[0] for got in rule_on(h200, *PLAN_ARGV)] == [132, 132, 528, 264]
 
 
 def test_a_in_phases(planner, tmp_path_factory):
@@ -260,7 +299,7 @@ def test_a_in_phases(planner, tmp_path_factory):
                              defines=["JAX_MARLIN_STREAM_A_PHASES=0"])
     cases = [c for _, c in _cases(0)]
     phased = 0
-    for case, got, off in zip(cases, planner(cases), no_phases(cases)):
+    for case, got, off in zip(cases, planner(cases), no_phases(cases, *PLAN_ARGV)):
         M, K, N, block, workspace, sms, smem_limit, cc, _ = case
         if got is None or got[7] >= -(-got[1] // got[0]):  # every step staged at once
             assert got == off and (got is None or not got[8]), (case, off, got)

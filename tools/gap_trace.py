@@ -79,10 +79,28 @@ def gaps_between(rows, name_part):
     return statistics.mean(durations), mean_gap, len(calls), len(gaps)
 
 
+def pass_boundaries(rows, name_part):
+    """The time a pass's checksum takes between two GEMMs: the mean idle-or-busy span
+    from the end of a pass's last call to the start of the next pass's first, the names
+    of the kernels run in it, and the trace's span from the first call to the last
+    kernel's end divided by the calls (the per-GEMM cost the trace shows)."""
+    calls = [i for i, r in enumerate(rows) if name_part in r[2]]
+    spans, names = [], set()
+    for a, b in zip(calls, calls[1:]):
+        between = [r for r in rows[a + 1:b] if "fusion" in r[2]]
+        if between:
+            spans.append(rows[b][0] - (rows[a][0] + rows[a][1]))
+            names.update(r[2][:40] for r in between)
+    total = max(ts + d for ts, d, _ in rows[calls[0]:]) - rows[calls[0]][0]
+    mean = statistics.mean(spans) if spans else float("nan")
+    return mean, sorted(names), total / len(calls)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_cell_arguments(p, K=4096, N=4096, copies=16)
     p.add_argument("--passes", type=int, default=4)
+    p.add_argument("--wall-passes", type=int, default=64)
     p.add_argument("--out", default="/tmp/gap_trace")
     args = p.parse_args(argv)
     dtype = jnp.float16
@@ -108,6 +126,14 @@ def main(argv=None):
         # Fewer calls than 1 + passes x weights: XLA hoisted some out of the loop.
         print(f"  {name:12s} {calls:4d} calls (of {1 + args.passes * len(weights)}), kernel "
               f"{duration:7.2f} us, gap to the next call {gap:5.2f} us ({n} gaps)")
+        boundary, names, per_call = pass_boundaries(last_burst(rows, 200.0), kernel)
+        # The bench's own measure of the same loop: wall time of a long call per GEMM.
+        passes = args.wall_passes
+        jax.block_until_ready(loop(x, weights, passes))  # compiles this trip count
+        wall = bench.median_call_s(lambda: loop(x, weights, passes), 5)
+        print(f"  {'':12s} trace span a call {per_call:6.2f} us; between passes "
+              f"{boundary:6.2f} us ({', '.join(names)}); wall a GEMM over "
+              f"{passes} passes {wall * 1e6 / (1 + passes * len(weights)):6.2f} us")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 // (ffi/stream_timeline.h).
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
 // finite and below 2) instead of zeros, to see whether the values move the time;
+// `latency_probe 1x4096x4096 16x896x1152 ...` times those shapes (M x K x N) instead.
 // `latency_probe small` takes the projections of ~0.5B and ~1B decoders instead
 // of the 8B-class shapes.
 #include <algorithm>
@@ -247,6 +248,40 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
 
 // The grid a call takes: the streaming kernel's blocks, tile split (C blocks
 // a tile) and partials, or the other kernel's name.
+// How many of the call's first kernel's clusters (or blocks, without clusters)
+// the device holds at once, from the captured node's own function, block,
+// shared memory and cluster size: a grid past it runs in more than one wave.
+std::string resident(cudaStream_t stream, const std::function<void()>& call) {
+  CapturedCall c = capture_call(stream, call);
+  cudaKernelNodeParams params{};
+  CHECK(cudaGraphKernelNodeGetParams(c.kernels[0], &params));
+  cudaLaunchAttributeValue cluster{};
+  CHECK(cudaGraphKernelNodeGetAttribute(c.kernels[0], cudaLaunchAttributeClusterDimension,
+                                        &cluster));
+  CHECK(cudaGraphDestroy(c.graph));
+  char text[64];
+  if (cluster.clusterDim.x > 1) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val = cluster;
+    cudaLaunchConfig_t config{};
+    config.gridDim = params.gridDim;
+    config.blockDim = params.blockDim;
+    config.dynamicSmemBytes = params.sharedMemBytes;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CHECK(cudaOccupancyMaxActiveClusters(&clusters, params.func, &config));
+    std::snprintf(text, sizeof text, "; %d clusters resident", clusters);
+  } else {
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, params.func, params.blockDim.x * params.blockDim.y, params.sharedMemBytes));
+    std::snprintf(text, sizeof text, "; %d blocks an SM", per_sm);
+  }
+  return text;
+}
+
 std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, int split) {
   jax_marlin::StreamGridInfo info{};
   if (!jax_marlin::PlanStreamGemm(args, device, split, &info))
@@ -336,9 +371,13 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
 
 int main(int argc, char** argv) {
   bool small_models = false;
+  struct Shape { int64_t M, K, N; };
+  std::vector<Shape> named;  // MxKxN arguments: these shapes instead of a list below
   for (int i = 1; i < argc; ++i) {
     g_random = g_random || std::string(argv[i]) == "random";
     small_models = small_models || std::string(argv[i]) == "small";
+    long long m = 0, k = 0, n = 0;
+    if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
   }
   DeviceLimits device{};
   CHECK(cudaGetDevice(&device.ordinal));
@@ -349,6 +388,11 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.ordinal));
   CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.ordinal));
   device.compute_capability = 10 * major + minor;
+#ifdef JAX_MARLIN_HAS_CLUSTER_BLOCKS  // absent from trees before session 14 (probe_variants)
+  CHECK(jax_marlin::QueryClusterBlocks(&device));
+  std::printf("blocks placed at once in clusters of 2, 4, 8: %d, %d, %d\n",
+              device.cluster_blocks[0], device.cluster_blocks[1], device.cluster_blocks[2]);
+#endif
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float* scratch = nullptr;
@@ -387,9 +431,9 @@ int main(int argc, char** argv) {
     CHECK(cudaGraphDestroy(big[0].graph));
   }
 
-  struct Shape { int64_t M, K, N; };
   const std::vector<Shape> shapes =
-      small_models
+      !named.empty() ? named
+      : small_models
           // The projections of ~0.5B and ~1B decoders (hidden 896, intermediate 4864,
           // 2 KV heads of 64; hidden 2048, intermediate 8192, 8 KV heads of 64),
           // fused as examples/decode.py fuses them (qkv, gate/up), and the unfused
@@ -453,7 +497,10 @@ int main(int argc, char** argv) {
       const double us = graph_us(stream, [&](int i) {
         CHECK(jax_marlin::LaunchMarlinGemm(g.copies[i % count], device, split, stream));
       });
-      std::printf("  %d: %.2f us (%s)", split, us, grid_name(g.copies[0], device, split).c_str());
+      std::printf("  %d: %.2f us (%s%s)", split, us, grid_name(g.copies[0], device, split).c_str(),
+                  resident(stream, [&] {
+                    CHECK(jax_marlin::LaunchMarlinGemm(g.copies[0], device, split, stream));
+                  }).c_str());
     }
     std::printf("\n");
 #ifdef JAX_MARLIN_STREAM_TIMELINE
