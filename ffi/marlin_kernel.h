@@ -69,7 +69,8 @@ struct DeviceLimits {
   int cluster_blocks[3] = {0, 0, 0};
 };
 
-// Fills device->cluster_blocks (sm_90 and later; left 0 elsewhere).
+// Fills device->cluster_blocks (sm_90 and later; left 0 elsewhere, and where the
+// query fails, which it reports after clearing CUDA's last error).
 cudaError_t QueryClusterBlocks(DeviceLimits* device);
 #define JAX_MARLIN_HAS_CLUSTER_BLOCKS 1
 

@@ -1240,11 +1240,10 @@ static __global__ void cluster_residency_kernel() {}
 cudaError_t QueryClusterBlocks(DeviceLimits* device) {
   if (device->compute_capability < 90) return cudaSuccess;
   const int smem = device->max_shared_bytes_per_block;
-  if (cudaError_t error = cudaFuncSetAttribute(
-          cluster_residency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      error != cudaSuccess)
-    return error;
-  for (int i = 0, C = 2; i < 3; ++i, C *= 2) {
+  cudaError_t error = cudaFuncSetAttribute(
+      cluster_residency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  int blocks[3] = {0, 0, 0};
+  for (int i = 0, C = 2; i < 3 && error == cudaSuccess; ++i, C *= 2) {
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = C;
@@ -1257,12 +1256,17 @@ cudaError_t QueryClusterBlocks(DeviceLimits* device) {
     config.attrs = &cluster;
     config.numAttrs = 1;
     int clusters = 0;
-    if (cudaError_t error =
-            cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &config);
-        error != cudaSuccess)
-      return error;
-    device->cluster_blocks[i] = clusters * C;
+    error = cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &config);
+    blocks[i] = clusters * C;
   }
+  // A failed query leaves the counts unknown (the planner then assumes every SM
+  // takes a cluster) and clears the error, which a later launch check would
+  // otherwise report as its own.
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return error;
+  }
+  for (int i = 0; i < 3; ++i) device->cluster_blocks[i] = blocks[i];
   return cudaSuccess;
 }
 
