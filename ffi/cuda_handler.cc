@@ -69,7 +69,9 @@ cudaError_t GetDeviceLimits(DeviceLimits* limits) {
   }
   limits->compute_capability = 10 * major + minor;
   limits->ordinal = device;
-  // Only a hint for the planner: a failed query leaves the counts unknown (0).
+  // Only a hint for the planner: a failed query leaves the counts unknown (0),
+  // and they are cached like the rest, so every call of the process plans the
+  // same grid (and sums in the same order) whatever the query did.
   (void)QueryClusterBlocks(limits);
   if (device < kMaxDevices) {
     cache[device] = *limits;

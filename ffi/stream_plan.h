@@ -135,7 +135,10 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 // run in one wave: one block an SM, less the SMs that clusters of C cannot
 // use (cudaOccupancyMaxActiveClusters: clusters stay within a GPC), and two
 // blocks an SM for C = 1 with at most kTileSplitTwoBlocksMaxSteps steps. No
-// grid in one wave, or more than kTileSplitMaxSteps steps a block: stream-K.
+// grid in one wave, more than kTileSplitMaxSteps steps a block, or a C short
+// of the target in fewer than kTileSplitMinBlocks blocks (few blocks with
+// long k: where no clusters are, 4096 x 1024 at C = 1 ran 14.0 -> 15.7 us,
+// session 3): stream-K.
 // Measured on the H200 (docs/perf/NOTES.md):
 // - at M = 1 with C = 1 (session 3, call 7) the tile split won at 64, 96 and 128
 //   tiles with k = 4096 and 8192 (4096 x 6144 18.6 -> 13.6 us, 8192 x 8192
@@ -160,6 +163,7 @@ constexpr int kTileSplitMaxCluster = JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER;
 static_assert(kTileSplitMaxCluster >= 1 && kTileSplitMaxCluster <= 8,
               "8 blocks is the portable cluster size, which every sm_90+ part can place");
 constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
+constexpr int kTileSplitMinBlocks = 64;  // short of the target steps, at least these blocks
 constexpr int kTileSplitTargetSteps = 8;      // M <= 8
 constexpr int kTileSplitTargetStepsWide = 4;  // M = 9-16: a step costs more
 constexpr int kTileSplitTwoBlocksMaxSteps = 16;
@@ -369,13 +373,16 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     };
     const int64_t target = args.M > 8 ? kTileSplitTargetStepsWide : kTileSplitTargetSteps;
     int64_t chosen = 0;
+    bool on_target = false;
     for (int64_t C = 1; C <= kTileSplitMaxCluster; C *= 2) {
       if (!tile_split_fits(C) || ceil_div(L, C) > kTileSplitMaxSteps) continue;
       if (n_tiles * C > one_wave(C)) break;  // a larger C: more blocks, no more room
       chosen = C;
-      if (ceil_div(L, C) <= target) break;
+      on_target = ceil_div(L, C) <= target;
+      if (on_target) break;
     }
-    if (chosen > 0) return plan_tile_split(chosen);
+    if (chosen > 0 && (on_target || n_tiles * chosen >= kTileSplitMinBlocks))
+      return plan_tile_split(chosen);
   }
   return true;
 }

@@ -39,6 +39,7 @@ MAX_PARTS = header_constant("stream_plan.h", "kMaxStreamParts")
 PHASE_MIN_STEPS = int(re.search(r"#define JAX_MARLIN_STREAM_RING_STEPS (\d+)",
                                 (ROOT / "ffi" / "stream_plan.h").read_text()).group(1)) + 1
 TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
+TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")
 TILE_SPLIT_TARGET_STEPS = header_constant("stream_plan.h", "kTileSplitTargetSteps")
 TILE_SPLIT_TARGET_STEPS_WIDE = header_constant("stream_plan.h", "kTileSplitTargetStepsWide")
 TILE_SPLIT_TWO_BLOCKS_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitTwoBlocksMaxSteps")
@@ -98,30 +99,36 @@ def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 
-def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc):
-    """The tile split's C where stream-K would cut (0: none): the smallest C whose blocks
-    have at most the target steps, else the largest short of it, among the grids of one
-    wave (one block an SM, the clusters' placeable blocks; C = 1 with short k: two an SM
-    where two blocks' shared memory fits) with at most kTileSplitMaxSteps steps a block."""
+def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cluster=8,
+                        cluster_blocks=H200_CLUSTER_BLOCKS):
+    """The tile split's C where stream-K would cut (0: none), restated over the set of
+    grids that fit: C in 1, 2, 4, 8 (at most max_cluster) whose blocks have at most
+    kTileSplitMaxSteps steps and that run in one wave (one block an SM, at most the
+    blocks clusters of C place, 0 = unknown = all SMs; C = 1 with short k: two an SM
+    where two blocks' shared memory fits). Of those, the smallest C whose blocks have at
+    most the target steps; else the largest, if it has at least kTileSplitMinBlocks
+    blocks."""
     two_block_cap = min(smem_limit, (smem_limit + 1024) // 2 - 1024)
     target = TILE_SPLIT_TARGET_STEPS_WIDE if M > 8 else TILE_SPLIT_TARGET_STEPS
-    chosen = 0
+    fitting = []
     for C in (1, 2, 4, 8):
         fits, smem = _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc)
-        steps = -(-L // C)
-        if not fits or steps > TILE_SPLIT_MAX_STEPS:
+        if not fits or C > max_cluster or -(-L // C) > TILE_SPLIT_MAX_STEPS:
             continue
         if C == 1:
             two = L <= TILE_SPLIT_TWO_BLOCKS_MAX_STEPS and smem <= two_block_cap
             wave = 2 * sms if two else sms
         else:
-            wave = min(sms, H200_CLUSTER_BLOCKS[C.bit_length() - 2])
-        if n_tiles * C > wave:
-            break
-        chosen = C
-        if steps <= target:
-            break
-    return chosen
+            placed = cluster_blocks[C.bit_length() - 2]
+            wave = min(sms, placed) if placed else sms
+        if n_tiles * C <= wave:
+            fitting.append(C)
+    on_target = [C for C in fitting if -(-L // C) <= target]
+    if on_target:
+        return min(on_target)
+    if fitting and n_tiles * max(fitting) >= TILE_SPLIT_MIN_BLOCKS:
+        return max(fitting)
+    return 0
 
 
 @pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4])
@@ -243,6 +250,57 @@ def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
     # Without clusters (sm_80) a tile gets one block.
     a100 = [(1, 4096, 4096, 128, _shapes.split_k_workspace_floats(1, 4096), *DEVICES["a100"], 0)]
     assert planner(a100)[0][6] == 1
+
+
+@pytest.mark.parametrize("device, counts", [
+    ((132, 232448, 90), "0,0,0"),        # the H200 where the query failed: counts unknown
+    ((114, 232448, 90), "114,104,96"),   # an sm_90 part with fewer SMs and other GPCs
+    ((148, 232448, 100), "148,140,128"),  # a larger part
+    ((132, 232448, 90), "132,66,30"),    # clusters that place poorly
+])
+@pytest.mark.parametrize("max_cluster", [1, 8])
+def test_the_rule_on_other_devices(planner, tmp_path_factory, device, counts, max_cluster):
+    """The tile split's C on sm_90+ parts other than the H200, with other cluster counts,
+    and without clusters (max_cluster = 1: an sm_80 build on an sm_90 part), against the
+    model; the shapes include the edges of each condition: the one-wave bound for C = 4
+    (N = 1920 / 1984 at M = 9: 120 / 124 blocks), the two-block C = 1 (L = 16 / 17;
+    N = 16896 / 16960: 264 / 265 tiles), the target's change at M = 8 / 9, and short k."""
+    run = host_planner(tmp_path_factory, "stream_plan_check.cc")
+    sms, smem, cc = device
+    blocks = tuple(int(c) for c in counts.split(","))
+    shapes = [(9, 4096, 1920), (9, 4096, 1984), (1, 2048, 16896), (1, 2048, 16960),
+              (1, 2176, 16384), (8, 2048, 512), (9, 2048, 512), (1, 896, 896), (16, 896, 1152),
+              (1, 8192, 512), (1, 4096, 1024), (16, 8192, 2048), (1, 8192, 2048),
+              (1, 4096, 4096), (16, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336),
+              (12, 4864, 896), (1, 256, 512), (3, 65536, 64)]
+    cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem,
+              cc, 0) for M, K, N in shapes]
+    checked = 0
+    for case, got in zip(cases, run(cases, max_cluster, counts)):
+        M, K, N = case[:3]
+        assert got is not None, case
+        B, T, L, smem_used, any_cut, parts, C, _, _ = got
+        n_tiles = _layout.n_pad(N) // 64
+        if not C and not any_cut:
+            continue  # stream-K cuts nothing: the rule is not asked
+        checked += 1
+        want = _rule_blocks_a_tile(L, M, n_tiles, 1, 8, sms, smem, cc, max_cluster, blocks)
+        assert C == want, (case, counts, max_cluster, got, want)
+        if C:
+            assert C <= max_cluster and B == n_tiles * C, (case, got)
+    assert checked > len(cases) // 2
+
+
+def test_no_clusters_keep_the_old_floor(planner):
+    """Without clusters a short-of-target C = 1 needs kTileSplitMinBlocks blocks: few
+    blocks with long k stay stream-K (4096 x 1024 at C = 1 measured slower, session 3)."""
+    a100 = DEVICES["a100"]
+    cases = [(1, K, N, 128, _shapes.split_k_workspace_floats(1, _layout.n_pad(N)), *a100, 0)
+             for K, N in [(8192, 512), (4096, 1024), (4096, 4096)]]
+    assert [got[6] for got in planner(cases)] == [0, 0, 1]
+    h200 = [(1, 4096, 1024, 128, _shapes.split_k_workspace_floats(1, 1024), *DEVICES["h200"], 0)]
+    assert planner(h200, max_cluster=1)[0][6] == 0
+    assert planner(h200)[0][6] == 4
 
 
 ONE_BLOCK_MIN_PARTS = int(re.search(r"#define JAX_MARLIN_STREAM_ONE_BLOCK_MIN_PARTS (\d+)",
