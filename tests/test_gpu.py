@@ -177,6 +177,32 @@ def test_small_m_tile_split_on_a_projection_shape(rng, M):
     np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
 
 
+# (M, K, N): the planner's tile split on an H200 (C blocks a tile), session 14's probe.
+SMALL_GRIDS = {(1, 896, 896): 1, (1, 4864, 896): 8, (16, 4864, 896): 8, (1, 2048, 512): 2,
+               (16, 8192, 2048): 2}
+
+
+@pytest.mark.parametrize("M, K, N", list(SMALL_GRIDS))
+def test_small_grids_take_the_tile_split(rng, M, K, N):
+    """Small decoders' projections through the planner's own grid: on an H200 the tile
+    split with the C the host model picks (tests/test_stream_plan.py) from the cluster
+    counts the device reports (16 x 8192 x 2048 takes C = 2 because clusters of 4 place
+    only 120 blocks there: a planner that ignored the query would take C = 4). Right
+    against the oracle and bitwise reproducible on any GPU."""
+    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=np.float16)
+    a = activations(rng, (M, K), np.float16)
+    w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16)
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert plan["tile_split"] == SMALL_GRIDS[M, K, N] and plan["max_parts"] == 1, plan
+    fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
+    poison_allocator()
+    first = np.asarray(fn(a, w))
+    assert_close(first, oracle64(a, case), np.float16)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16), first.view(np.uint16))
+
+
 @pytest.mark.parametrize("M", [1, 4, 16])
 def test_streamed_gemm_reads_what_the_kernel_before_it_wrote(rng, M):
     """GEMMs back to back in one program, each one's A the previous one's output (a

@@ -46,7 +46,7 @@ TILE_SPLIT_TWO_BLOCKS_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitTw
 MAX_CLUSTER = int(re.search(r"#define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER (\d+)",
                             (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
 # The blocks clusters of 2, 4 and 8 place at once on the H200, one block an SM
-# (cudaOccupancyMaxActiveClusters x C; session 14, call B): every plan below is made
+# (QueryClusterBlocks, printed by the probe in session 14's call C): every plan below is made
 # with them (only sm_90 parts form clusters).
 H200_CLUSTER_BLOCKS = (132, 120, 120)
 PLAN_ARGV = (MAX_CLUSTER, ",".join(map(str, H200_CLUSTER_BLOCKS)))
