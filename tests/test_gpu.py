@@ -38,6 +38,17 @@ def poison_allocator(nbytes=256 << 20):
     del junk
 
 
+def assert_fused_right_and_reproducible(a, w, b, want, dtype, split_k=0):
+    """The fused path at `split_k`, twice, each call right after the allocator was
+    poisoned: right against `want`, and bitwise the same both times."""
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=split_k))
+    poison_allocator()
+    first = np.asarray(fn(a, w, b))
+    assert_close(first, want, dtype)
+    poison_allocator()
+    np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
+
+
 def _all_paths(a, w, b):
     return tuple(ops._bind(a, w, b, impl=impl, split_k=split_k) for impl, split_k in PATHS)
 
@@ -151,12 +162,7 @@ def test_small_m_balanced_grid_crosses_column_groups(rng, M, block):
     plan = ops.stream_plan(M, w, np.float16)
     assert plan["tile_split"] == 0 and plan["max_parts"] > 1, plan
     assert plan["group_rows"] == _takes_group_rows(M, block), plan
-    fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
-    poison_allocator()
-    first = np.asarray(fn(a, w))
-    assert_close(first, oracle64(a, case), np.float16)
-    poison_allocator()
-    np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16), first.view(np.uint16))
+    assert_fused_right_and_reproducible(a, w, None, oracle64(a, case), np.float16)
 
 
 @pytest.mark.parametrize("M", [1, 5, 16])
@@ -169,12 +175,7 @@ def test_small_m_tile_split_on_a_projection_shape(rng, M):
     a = activations(rng, (M, 4096), np.float16)
     b = activations(rng, (4096,), np.float16)
     w = case.prepare()
-    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
-    poison_allocator()
-    first = np.asarray(fn(a, w, b))
-    assert_close(first, oracle64(a, case, b), np.float16)
-    poison_allocator()
-    np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
+    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), np.float16)
 
 
 # (M, K, N): the planner's tile split on an H200 (C blocks a tile), session 14's probe.
@@ -195,12 +196,7 @@ def test_small_grids_take_the_tile_split(rng, M, K, N):
     plan = ops.stream_plan(M, w, np.float16)
     if "H200" in jax.devices("gpu")[0].device_kind:
         assert plan["tile_split"] == SMALL_GRIDS[M, K, N] and plan["max_parts"] == 1, plan
-    fn = jax.jit(lambda a, w: ops._bind(a, w, None, impl="fused", split_k=0))
-    poison_allocator()
-    first = np.asarray(fn(a, w))
-    assert_close(first, oracle64(a, case), np.float16)
-    poison_allocator()
-    np.testing.assert_array_equal(np.asarray(fn(a, w)).view(np.uint16), first.view(np.uint16))
+    assert_fused_right_and_reproducible(a, w, None, oracle64(a, case), np.float16)
 
 
 @pytest.mark.parametrize("M", [1, 4, 16])
@@ -263,13 +259,7 @@ def test_small_m_a_in_phases(rng, M, block, zp, bias):
     want = jm.reference.matmul_nbits(
         jnp.asarray(a, jnp.float32), case.packed, case.scales, case.zero_points, **case.attrs,
         bias=None if b is None else jnp.asarray(b, jnp.float32))
-    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
-    poison_allocator()
-    first = np.asarray(fn(a, w, to_jnp(b)))
-    assert_close(first, np.asarray(want), np.float16)
-    poison_allocator()
-    np.testing.assert_array_equal(np.asarray(fn(a, w, to_jnp(b))).view(np.uint16),
-                                  first.view(np.uint16))
+    assert_fused_right_and_reproducible(a, w, to_jnp(b), np.asarray(want), np.float16)
 
 
 def test_stream_plan_reports_each_kernel(rng):
@@ -299,12 +289,8 @@ def test_cluster_tile_split_sizes(rng, M, blocks_per_tile):
     a = activations(rng, (M, 2000), np.float16)
     b = activations(rng, (1000,), np.float16)
     w = case.prepare()
-    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=-blocks_per_tile))
-    poison_allocator()
-    first = np.asarray(fn(a, w, b))
-    assert_close(first, oracle64(a, case, b), np.float16)
-    poison_allocator()
-    np.testing.assert_array_equal(np.asarray(fn(a, w, b)).view(np.uint16), first.view(np.uint16))
+    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), np.float16,
+                                        split_k=-blocks_per_tile)
 
 
 @pytest.mark.parametrize("bits", [2, 8])
@@ -463,13 +449,7 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     assert 0 < plan["smem_bytes"] <= 227 * 1024, plan
     assert ops.wgmma_plan(M, w, act, FORCE_TILED_KERNEL) is None
     want = oracle64(a, case, b)
-    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
-    poison_allocator()
-    first = np.asarray(fn(jnp.asarray(a), w, to_jnp(b)))
-    assert_close(first, want, act)
-    poison_allocator()
-    again = np.asarray(fn(jnp.asarray(a), w, to_jnp(b)))
-    np.testing.assert_array_equal(again.view(np.uint16), first.view(np.uint16))
+    assert_fused_right_and_reproducible(jnp.asarray(a), w, to_jnp(b), want, act)
     tiled = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=FORCE_TILED_KERNEL))
     assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
 
