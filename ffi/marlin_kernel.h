@@ -72,7 +72,6 @@ struct DeviceLimits {
 // Fills device->cluster_blocks (sm_90 and later; left 0 elsewhere, and where the
 // query fails, which it reports after clearing CUDA's last error).
 cudaError_t QueryClusterBlocks(DeviceLimits* device);
-#define JAX_MARLIN_HAS_CLUSTER_BLOCKS 1
 
 // Launches the GEMM on `stream`. Allocates nothing and never synchronises, so
 // it is safe inside CUDA graphs. The workspace is owned by the caller (XLA);

@@ -373,15 +373,14 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     };
     const int64_t target = args.M > 8 ? kTileSplitTargetStepsWide : kTileSplitTargetSteps;
     int64_t chosen = 0;
-    bool on_target = false;
     for (int64_t C = 1; C <= kTileSplitMaxCluster; C *= 2) {
       if (!tile_split_fits(C) || ceil_div(L, C) > kTileSplitMaxSteps) continue;
       if (n_tiles * C > one_wave(C)) break;  // a larger C: more blocks, no more room
       chosen = C;
-      on_target = ceil_div(L, C) <= target;
-      if (on_target) break;
+      if (ceil_div(L, C) <= target) break;
     }
-    if (chosen > 0 && (on_target || n_tiles * chosen >= kTileSplitMinBlocks))
+    if (chosen > 0 &&
+        (ceil_div(L, chosen) <= target || n_tiles * chosen >= kTileSplitMinBlocks))
       return plan_tile_split(chosen);
   }
   return true;

@@ -246,8 +246,6 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   return g;
 }
 
-// The grid a call takes: the streaming kernel's blocks, tile split (C blocks
-// a tile) and partials, or the other kernel's name.
 // How many of the call's first kernel's clusters (or blocks, without clusters)
 // the device holds at once, from the captured node's own function, block,
 // shared memory and cluster size: a grid past it runs in more than one wave.
@@ -282,6 +280,8 @@ std::string resident(cudaStream_t stream, const std::function<void()>& call) {
   return text;
 }
 
+// The grid a call takes: the streaming kernel's blocks, tile split (C blocks
+// a tile) and partials, or the other kernel's name.
 std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, int split) {
   jax_marlin::StreamGridInfo info{};
   if (!jax_marlin::PlanStreamGemm(args, device, split, &info))
@@ -388,11 +388,9 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.ordinal));
   CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.ordinal));
   device.compute_capability = 10 * major + minor;
-#ifdef JAX_MARLIN_HAS_CLUSTER_BLOCKS  // absent from trees before session 14 (probe_variants)
   CHECK(jax_marlin::QueryClusterBlocks(&device));
   std::printf("blocks placed at once in clusters of 2, 4, 8: %d, %d, %d\n",
               device.cluster_blocks[0], device.cluster_blocks[1], device.cluster_blocks[2]);
-#endif
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float* scratch = nullptr;
