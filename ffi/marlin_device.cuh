@@ -257,6 +257,15 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
   return d;
 }
 
+// Byte `b` of `x` as a float (exact). Spelled as a bit-field extract, ptxas
+// makes it ONE instruction, an I2F.U8 that reads the byte in place (sm_80 and
+// sm_90); the shift-and-mask spelling compiled to SHF + LOP3 + I2FP.
+__device__ __forceinline__ float byte_to_float(uint32_t x, int b) {
+  uint32_t y;
+  asm("bfe.u32 %0, %1, %2, 8;\n" : "=r"(y) : "r"(x), "r"(8 * b));
+  return __uint2float_rn(y);
+}
+
 // f16x2 arithmetic with explicit .rn so ptxas never contracts a mul and a sub
 // into an fma (the dequant numerics below are specified operation by operation).
 __device__ __forceinline__ uint32_t f16x2_sub(uint32_t a, uint32_t b) {

@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // folds, hence one slot more than the code ring. A slot is filled only where a group or a
   // tile starts, so a group that spans many steps (per-channel: all of k) is
   // copied once; each step in the code ring remembers its slot (2 bits per
-  // ring slot in words_slot_of). Copied with every step, the per-channel GEMV
+  // step in flight in words_slot_of). Copied with every step, the per-channel GEMV
   // was 14% slower (session 4, call 4). Lane g + 4t reads the 16 scale bytes
   // and the zero-point word of its row g.
   const uint32_t words_warp = smem_base + kRingBytes + warp * kWarpWordsBytes<kGroupsPerStep>;
@@ -238,16 +238,20 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   // Groups under 128 (several a step): step i's words are in slot i mod
   // kWordsSteps. Groups of 128 or more: only a new group or tile is copied,
-  // into the next slot, and the ring slot r of a step in flight records its
-  // words slot in bits 2r, 2r + 1 of words_slot_of. Such a group's words are
-  // one 16-byte chunk per lane (lanes 0-7 the scales, 8-9 the zero points),
+  // into the next slot, and at step i the step i + j in flight (j <=
+  // kRingSteps) has its words slot in bits 2j, 2j + 1 of words_slot_of, a
+  // queue that moves down 2 bits a step (a 2-bit field per ring slot, read
+  // and replaced at a variable shift, cost 7 instructions a step more in the
+  // GEMV's SASS). Such a group's words are one 16-byte chunk per lane
+  // (lanes 0-7 the scales, 8-9 the zero points),
   // copied from a per-lane base: the general copy above, with its per-chunk
   // index math, cost ~40 instructions a step of the GEMV's ~545 (SASS,
   // session 5). Their group index is always < k_blocks, so the copy needs no
   // zero-fill: a step starts below k_pad = k_blocks x group_size. (Whole
   // steps can lie past K, with groups of 256 or more; their group is still a
   // real one, and their activations are zero.)
-  static_assert(kWordsSteps <= 4, "words_slot_of holds 2 bits per ring slot");
+  static_assert(kWordsSteps <= 4 && 2 * kRingSteps + 2 <= 32,
+                "words_slot_of holds 2 bits per step in flight");
   uint32_t words_slot_of = 0;
   int last_slot = kWordsSteps - 1, last_ng = -1, last_gi = -1;
   constexpr int kWordChunks = kZP == ZeroPointKind::kPacked4 ? 10 : 8;
@@ -259,9 +263,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       scale_lane ? static_cast<int>(p.n_pad) * static_cast<int>(sizeof(T))
                  : static_cast<int>(p.n_pad / 2);
   const int words_tile_bytes = scale_lane ? 64 * static_cast<int>(sizeof(T)) : 32;
-  // The words of the step (ng_, ks_) going to code-ring slot r_ (`real`: the
-  // step exists); step_slot is its words slot where every step is copied.
-  auto fill_words = [&](int ng_, int ks_, bool real, int r_, int step_slot) {
+  // The words of the step (ng_, ks_), j_ steps ahead of the current one
+  // (`real`: the step exists); step_slot is its words slot where every step
+  // is copied.
+  auto fill_words = [&](int ng_, int ks_, bool real, int j_, int step_slot) {
     if constexpr (kGroupsPerStep > 1) {
       if (real) copy_step_words(ng_, ks_, step_slot);
     } else {
@@ -276,7 +281,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
                           static_cast<int64_t>(tile_of(ng_)) * words_tile_bytes,
                       16);
       }
-      words_slot_of = (words_slot_of & ~(3u << (2 * r_))) | (uint32_t(last_slot) << (2 * r_));
+      words_slot_of |= uint32_t(last_slot) << (2 * j_);  // a free field: see the step's end
     }
   };
 
@@ -392,7 +397,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       bulk_copy_to_shared(ring_warp + run * (kBulkRunUnits * kUnitBytes),
                           step_codes + first * (kUnitWords / 4), n * kUnitBytes, bar, code_policy);
   };
-  uint32_t run_phases = 0;  // bit r: the parity of run r's next phase
   if constexpr (kBulkRing) {
     if (lane == 0) {
       for (int r = 0; r < kBulkRuns; ++r) mbarrier_init(run_barriers + 8 * r, 1);
@@ -601,15 +605,20 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Sums of A per (step, group slot, row), X then S, computed once per block
   // below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
   // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
-  // argument is then unused: each row half has its own).
+  // argument is then unused: each row half has its own). step_sums: the
+  // staged step's, sums_base + its index x sums_step_bytes. Every fold takes
+  // the sums of exactly one group slot, read just before it, so they are
+  // set, not added to the cleared 0: adding to +0 changes nothing but a -0,
+  // and compute_sums stores none (4 FADD a step in the GEMV's SASS). The
+  // rows past M, which this skips, keep the cleared 0.
   const uint32_t sums_base = a_base + a_slot_steps * a_step_bytes;
-  auto add_sums = [&](int i, int slot) {
+  auto add_sums = [&](uint32_t step_sums, int slot) {
     for_each_lane_row([&](int v, int mt, int h) {
       const int m = v / kRowGroups;
       const int s = kGroupRows ? v % kRowGroups : slot;
-      const uint2 sums = lds_64(sums_base + ((i * kGroupsPerStep + s) * rows + m) * kSumsBytes);
-      a_sum[mt][h] += __uint_as_float(sums.y);
-      if constexpr (!kOneMagic) a_magic[mt][h] += __uint_as_float(sums.x);
+      const uint2 sums = lds_64(step_sums + (s * rows + m) * kSumsBytes);
+      a_sum[mt][h] = __uint_as_float(sums.y);
+      if constexpr (!kOneMagic) a_magic[mt][h] = __uint_as_float(sums.x);
     });
   };
   clear_group();
@@ -624,19 +633,32 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // numeric model, 1.9e-3 relative error per-channel at K = 8192).
   // A group's words for the lane: its 8 scales and zero points (r: column
   // 16 (r >> 1) + g + 8 (r & 1)), decoded one at a time by group_constant.
-  auto load_group_words = [&](uint32_t group_words, uint32_t (&w)[4], uint32_t& zeros) {
+  // kZeroBytes: the zero points (nibble r of the word) are spread into
+  // bytes, even nibbles in zeros[0] and odd ones in zeros[1], so that each
+  // converts in one instruction (byte_to_float): 3 + 8 instructions a fold
+  // where the nibble-by-nibble shift, mask and convert took 23 (SASS, the
+  // GEMV's step loop: 485 -> 476 a step). Not in the 16-row kernels, which
+  // sit at the 128-register cap: there ptxas hoists the eight conversions and
+  // some spill more (sm_80 bf16 tile split, groups of 64: 12 -> 80 bytes).
+  constexpr bool kZeroBytes = kZP == ZeroPointKind::kPacked4 && kMT == 1;
+  auto load_group_words = [&](uint32_t group_words, uint32_t (&w)[4], uint32_t (&zeros)[2]) {
     const uint4 group_scales = lds_128(group_words + 16 * g);
-    zeros = kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
+    const uint32_t packed = kZP == ZeroPointKind::kPacked4 ? lds_32(group_words + 128 + 4 * g) : 0u;
+    zeros[0] = kZeroBytes ? packed & 0x0F0F0F0Fu : packed;
+    zeros[1] = (packed >> 4) & 0x0F0F0F0Fu;
     w[0] = group_scales.x, w[1] = group_scales.y, w[2] = group_scales.z, w[3] = group_scales.w;
   };
   // Column r's scale, and the offset the fold takes per unit of S.
-  auto group_constant = [&](const uint32_t (&w)[4], uint32_t zeros, int r, float& scale,
-                            float& offset) {
+  auto group_constant = [&](const uint32_t (&w)[4], const uint32_t (&zeros)[2], int r,
+                            float& scale, float& offset) {
     const uint16_t bits = static_cast<uint16_t>(w[r >> 1] >> (16 * (r & 1)));
     scale = kBF16 ? __uint_as_float(static_cast<uint32_t>(bits) << 16)
                   : __half2float(__ushort_as_half(bits));
-    const uint32_t zp = kZP == ZeroPointKind::kPacked4 ? (zeros >> (4 * r)) & 0xFu : 8u;
-    offset = kOneMagic ? kMagicLowK<T> + static_cast<float>(zp) : static_cast<float>(zp);
+    const float zp = kZeroBytes ? byte_to_float(zeros[r & 1], r >> 1)  // exact
+                     : kZP == ZeroPointKind::kPacked4
+                         ? static_cast<float>((zeros[0] >> (4 * r)) & 0xFu)
+                         : 8.f;
+    offset = kOneMagic ? kMagicLowK<T> + zp : zp;
   };
   // Element e of tile (j, mt): acc += scale (part - X - offset S).
   auto fold_element = [&](int j, int mt, int e, float scale, float offset) {
@@ -647,7 +669,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   auto fold_group = [&](int words_slot, int slot) {
     __syncwarp();
-    uint32_t w[4], zeros;
+    uint32_t w[4], zeros[2];
     load_group_words(words_warp + (words_slot * kGroupsPerStep + slot) * kGroupWordBytes, w, zeros);
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
@@ -671,7 +693,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     __syncwarp();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      uint32_t w[4], zeros;
+      uint32_t w[4], zeros[2];
       load_group_words(words + ((2 * t + h) % kGroupsPerStep) * kGroupWordBytes, w, zeros);
 #pragma unroll
       for (int r = 0; r < 8; ++r) {
@@ -725,6 +747,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       }
       float* sums = reinterpret_cast<float*>(smem + kAOffset + a_slot_steps * a_step_bytes +
                                              kSumsBytes * (slot * kGroupsPerStep * rows + item));
+      // Neither is ever -0 (add_sums sets them where it once added them to
+      // +0, which would turn a -0 into +0): low_k and high_k start at +0, and
+      // a sum is -0 only where both addends are (round to nearest), an fma
+      // only where its product is -0 and so is its addend. (Without FTZ, as
+      // built: flushed, a negative denormal result would become -0.)
       sums[0] = fmaf(kMagicLowK<T>, low_k, kMagicHighK<T> * high_k);  // X
       sums[1] = low_k + high_k;                                        // S
     }
@@ -735,11 +762,23 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   }
   timeline_mark(kMarkSums);
 
-  int ring_slot = 0;
   int words_i = 0;  // i mod kWordsSteps
-  // One step: i of the warp's steps, its A and sums staged at a_index (under
-  // kTileSplit the warps are at different steps; the block staged all of k).
-  auto run_step = [&](int i, int a_index) {
+  // One step: i of the warp's steps, its A and sums staged at some index x
+  // (under kTileSplit the warps are at different steps; the block staged all
+  // of k): a_step = a_lane + x a_lane_step, step_sums = sums_base + x
+  // sums_step_bytes. The loops below advance both by a step's bytes instead
+  // of taking the products each step (6 instructions a step more in the
+  // GEMV's SASS, where ptxas also rebuilt a_lane from threadIdx each step).
+  auto run_step = [&](int i, uint32_t a_step, uint32_t step_sums) {
+    // Step i's ring slot, and the parity of the phase its runs complete: a
+    // run's barrier completes one phase per fill, the prologue's and then one
+    // in each earlier step of the slot, since every step before one with
+    // units had units too (see the idle warp below), and a step with units
+    // refills its slot. (A bit mask of the runs' parities, flipped at each
+    // wait, and a slot counter cost 4 instructions a step more in the GEMV's
+    // SASS.)
+    const int ring_slot = static_cast<unsigned>(i) % kRingSteps;
+    const uint32_t ring_parity = (static_cast<unsigned>(i) / kRingSteps) & 1u;
     const int valid_fill = i + kRingSteps < n_steps ? units_in(ng_fill, ks_fill) : 0;
     // Step i + kRingSteps's codes: the step's start for the bulk ring's lane
     // 0, this lane's 16 bytes of its first unit for cp.async. Opaque to the
@@ -751,9 +790,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // This step's words slot, read before the refill of its ring slot
     // (step i + kRingSteps) records its own.
     const int step_words =
-        kGroupsPerStep > 1 ? words_i : static_cast<int>((words_slot_of >> (2 * ring_slot)) & 3u);
+        kGroupsPerStep > 1 ? words_i : static_cast<int>(words_slot_of & 3u);
     const bool segment_ends = i + 1 == n_steps || ng1 != ng;
-    const uint32_t a_step = a_lane + a_index * a_lane_step;
     uint32_t b_pair[4];  // kMT = 1: the B fragments of units u and u + 1 (u even)
     GroupConstants gc;   // kPrescale: the current group's
 
@@ -761,7 +799,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       // This step's words were committed kRingSteps steps ago: all but the
       // newest group have landed. Then the words of step i + kRingSteps.
       cp_async_wait<kRingSteps - 1>();
-      fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
+      fill_words(ng_fill, ks_fill, valid_fill > 0, kRingSteps,
                  words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
       cp_async_commit();
     }
@@ -777,8 +815,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if constexpr (kBulkRing) {
           if (u % kBulkRunUnits == 0) {
             const int run = ring_slot * (kStepUnits / kBulkRunUnits) + u / kBulkRunUnits;
-            mbarrier_wait(run_barriers + 8 * run, (run_phases >> run) & 1u);
-            run_phases ^= 1u << run;
+            mbarrier_wait(run_barriers + 8 * run, ring_parity);
           }
         } else {
           cp_async_wait<kRingUnits - 1>();
@@ -834,7 +871,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (kGroupUnits < kStepUnits && !kGroupRows && !kPrescale &&
             (u + 1) % kGroupUnits == 0) {
           const int slot = u / kGroupUnits;
-          add_sums(a_index, slot);
+          add_sums(step_sums, slot);
           fold_group(step_words, slot);
         }
         if constexpr (kBulkRing) {
@@ -855,11 +892,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
                              u < valid_fill ? 16 : 0);
           if (u == 0)
-            fill_words(ng_fill, ks_fill, valid_fill > 0, ring_slot,
+            fill_words(ng_fill, ks_fill, valid_fill > 0, kRingSteps,
                        words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
         }
         if ((kGroupUnits >= kStepUnits || kGroupRows) && u == kStepUnits - 1) {  // the step's one fold
-          add_sums(a_index, 0);
+          add_sums(step_sums, 0);
           if constexpr (kGroupRows)
             fold_group_rows(step_words);
           else
@@ -887,11 +924,20 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     ng = ng1;
     ks = ks1;
     valid = valid1;
-    advance(ng1, ks1);
-    valid1 = i + 2 < n_steps ? units_in(ng1, ks1) : 0;
+    if constexpr (kRingSteps == 2) {
+      // Step i + 2 is the one this step refilled for: its place and units are
+      // known (valid_fill has valid1's condition, i + 2 < n_steps). Advancing
+      // a third copy cost 11 instructions a step in the GEMV's SASS.
+      ng1 = ng_fill;
+      ks1 = ks_fill;
+      valid1 = valid_fill;
+    } else {
+      advance(ng1, ks1);
+      valid1 = i + 2 < n_steps ? units_in(ng1, ks1) : 0;
+    }
     advance(ng_fill, ks_fill);
-    ring_slot = ring_slot + 1 == kRingSteps ? 0 : ring_slot + 1;
     words_i = words_i + 1 == kWordsSteps ? 0 : words_i + 1;
+    words_slot_of >>= 2;  // (on every step: an idle one's fields are never read)
   };
   if constexpr (kPhases) {
     // Phases of P steps, staged in the slot at 0 or P in turn (stream_plan.h).
@@ -923,11 +969,16 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         }
       }
       const int end = min(first + phase, n_steps);
-      for (int i = first; i < end; ++i) run_step(i, a_slot + i - first);
+      uint32_t a_step = a_lane + a_slot * a_lane_step;
+      uint32_t step_sums = sums_base + a_slot * sums_step_bytes;
+      for (int i = first; i < end; ++i, a_step += a_lane_step, step_sums += sums_step_bytes)
+        run_step(i, a_step, step_sums);
     }
   } else {
-    for (int i = 0; i < n_steps; ++i) {
-      run_step(i, s_begin + i - stage_begin);
+    uint32_t a_step = a_lane + (s_begin - stage_begin) * a_lane_step;
+    uint32_t step_sums = sums_base + (s_begin - stage_begin) * sums_step_bytes;
+    for (int i = 0; i < n_steps; ++i, a_step += a_lane_step, step_sums += sums_step_bytes) {
+      run_step(i, a_step, step_sums);
       if (i == 0) timeline_mark(kMarkFirstStep);
     }
   }
