@@ -131,9 +131,12 @@ int max_parts(int64_t n_groups, int64_t L, int64_t T, int64_t B) {
 // stream-K grid would cut, the tile split is taken with the smallest power of
 // two C that leaves each block at most kTileSplitTargetSteps steps (M <= 8;
 // kTileSplitTargetStepsWide from M = 9, where a step costs more than the
-// cluster's epilogue), or the largest C short of that, among the grids that
-// run in one wave: one block an SM, less the SMs that clusters of C cannot
-// use (cudaOccupancyMaxActiveClusters: clusters stay within a GPC), and two
+// cluster's epilogue: with a target of 2 rather than 4 steps, the planned
+// grids of session 15's call A ran 16 x 896 x 1152 in 4.98 us against 5.24,
+// 12 x 2048 x 512 4.70 against 5.09, 9 x 896 x 896 4.66 against 4.91), or
+// the largest C short of that, among the grids that run in one wave: one
+// block an SM, less the SMs that clusters of C cannot use
+// (cudaOccupancyMaxActiveClusters: clusters stay within a GPC), and two
 // blocks an SM for C = 1 with at most kTileSplitTwoBlocksMaxSteps steps. No
 // grid in one wave, more than kTileSplitMaxSteps steps a block, or a C short
 // of the target in fewer than kTileSplitMinBlocks blocks (few blocks with
@@ -165,7 +168,7 @@ static_assert(kTileSplitMaxCluster >= 1 && kTileSplitMaxCluster <= 8,
 constexpr int kTileSplitMaxSteps = 64;  // per block: k <= 8192 for C = 1
 constexpr int kTileSplitMinBlocks = 64;  // short of the target steps, at least these blocks
 constexpr int kTileSplitTargetSteps = 8;      // M <= 8
-constexpr int kTileSplitTargetStepsWide = 4;  // M = 9-16: a step costs more
+constexpr int kTileSplitTargetStepsWide = 2;  // M = 9-16: a step costs more
 constexpr int kTileSplitTwoBlocksMaxSteps = 16;
 // split_k_override = -C asks for the tile-split grid with C blocks per tile
 // where it fits (-1: one block per tile).

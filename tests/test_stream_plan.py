@@ -240,9 +240,11 @@ def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
               # session 14: small decoders' projections, and clusters past what fits
               (1, 256, 512): 1, (1, 896, 896): 1, (1, 896, 1152): 1, (1, 896, 128): 1,
               (1, 896, 9728): 1, (1, 4864, 896): 8, (16, 4864, 896): 8, (1, 2048, 512): 2,
-              (16, 2048, 512): 4, (1, 2048, 2048): 2, (16, 2048, 2048): 2,
+              (1, 2048, 2048): 2, (16, 2048, 2048): 2,
               (1, 2048, 3072): 2, (1, 2048, 16384): 1, (1, 8192, 2048): 2,
-              (16, 8192, 2048): 2}
+              (16, 8192, 2048): 2,
+              # session 15: from M = 9, blocks of 2 steps
+              (16, 2048, 512): 8, (16, 896, 1152): 4}
     cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
               0) for M, K, N in expect]
     for key, got in zip(expect, planner(cases)):
