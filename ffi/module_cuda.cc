@@ -60,6 +60,7 @@ NB_MODULE(_cuda, m) {
     plan["smem_bytes"] = info.smem_bytes;
     plan["max_parts"] = info.max_parts;
     plan["tile_split"] = info.tile_split;
+    plan["group_cluster"] = info.group_cluster;
     plan["group_rows"] = info.group_rows != 0;
     plan["a_phase_steps"] = info.a_phase_steps;
     return plan;

@@ -69,7 +69,11 @@ struct StreamParams : GemmOperands {
   int blocks;            // B
   int a_phase_steps;     // P: stream-K stages A P steps at a time (stream_plan.h)
   int reduce_sliced;     // the reduce kernel gives each output 8 threads
-  int tile_split;        // C > 0 blocks per 64-column tile, warps splitting k; 0: stream-K
+  // C > 0: the tile split, C blocks per 64-column tile, warps splitting k;
+  // -C: the group cluster, stream-K whose C blocks of a column group are a
+  // cluster (stream_plan.h); 0: stream-K. One field for both: a larger
+  // StreamParams cost the GEMV's kernel 9 registers (ptxas 13.0).
+  int tile_split;
 };
 
 // Timestamps for tools/latency_probe.cu (stream_timeline.h); nothing unless
@@ -119,7 +123,7 @@ __device__ __forceinline__ void timeline_reduce_mark(int) {}
 // instructions a step with groups of 32, 900 with 128; the three extra folds
 // were the difference); the flush adds a row's G columns.
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
-          bool kGroupRows, bool kPhases>
+          bool kGroupRows, bool kPhases, bool kGroupCluster>
 __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const StreamParams p) {
   static_assert(kZP != ZeroPointKind::kOffset, "float zero points take the tiled kernel");
   static_assert(!kGroupRows || (kMT == 1 && kGroupUnits < kStepUnits),
@@ -174,6 +178,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // (steps q P .. q P + P - 1) in the slot of P steps at 0 or P. Every other
   // instance stages all of the block's steps at once.
   static_assert(!kPhases || (!kTileSplit && kMT == 2), "phases: the 16-row stream-K kernels");
+  static_assert(!kGroupCluster || (!kTileSplit && !kPhases), "group cluster: stream-K, A at once");
   const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;  // A held
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
@@ -356,6 +361,29 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   }
 #else
   (void)inbox, (void)inbox_bar;  // sm_80: clusters of one block, no pushes
+#endif
+  // The group cluster (stream_plan.h, C = -p.tile_split): the same push
+  // into the same inbox past A (the planner gives A ceil(L / C) steps), with
+  // its barrier past the C slots (the bulk ring keeps its barriers). A
+  // block's outputs are its group's M x 512; block c's part of slice r lands
+  // in r's slot c. (The barrier's address is recomputed in the epilogue:
+  // held across the loop, it took a register from it.)
+  auto group_inbox_bar = [&] {
+    return inbox + 16 * -p.tile_split * tile_quad_slot(rows * (kGroupColumns / 4), -p.tile_split);
+  };
+#if __CUDA_ARCH__ >= 900
+  if constexpr (kGroupCluster) {
+    if (threadIdx.x == 0) {
+      mbarrier_init(group_inbox_bar(), 1);
+      const int C = -p.tile_split, rank = blockIdx.x % C;
+      const int group_quads = rows * (kGroupColumns / 4);
+      const int quads = tile_quad_first(rank + 1, group_quads, C) -
+                        tile_quad_first(rank, group_quads, C);
+      mbarrier_arrive_expect_tx(group_inbox_bar(), 16 * (C - 1) * quads);
+      fence_mbarrier_init();
+    }
+    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+  }
 #endif
 
   // The code ring. sm_80: cp.async, 16 bytes a lane, one commit group per
@@ -916,7 +944,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 #pragma unroll
       for (int u = 0; u < kStepUnits; ++u) cp_async_commit();
     }
-    if (!kTileSplit && segment_ends && valid > 0) {
+    // (The group cluster's one segment is added up after the loop.)
+    if (!kTileSplit && !kGroupCluster && segment_ends && valid > 0) {
       int slot = 0;
       const int parts = group_parts(ng, &slot);
       flush(ng, parts, slot);
@@ -1080,6 +1109,68 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       __trap();  // never planned: cluster_code_loaded() is false for this code
 #endif
     }
+  } else if constexpr (kGroupCluster) {
+#if __CUDA_ARCH__ >= 900
+    // The group cluster's epilogue, the tile split's push with stream-K's
+    // layout: each warp's 64 x M sums go to its own ring as [m][column]
+    // (drained: the loop waited for every copy, and an idle warp past the
+    // last tile has copied nothing and pushes its zeros, which its slices'
+    // owners count on), then each warp pushes its quads to their owners
+    // without waiting for the other warps. Quad q of the block is row q /
+    // 128, group columns 4 (q % 128) ..; the owner adds slot 0, 1, .. C - 1
+    // to 0, as the reduce kernel adds the parts in block order, so the
+    // output is the aligned split's bit for bit.
+    __syncwarp();
+    float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
+    if constexpr (kGroupRows) {
+      with_group_row_totals([&](int m, const float (&total)[4][2]) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) sums[m * 64 + 16 * j + g + 8 * c] = total[j][c];
+      });
+    } else {
+      for_each_output([&](float& v, int m, int column) {
+        if (m < rows) sums[m * 64 + column] = v;
+      });
+    }
+    __syncwarp();
+    const int C = -p.tile_split;
+    const int rank = blockIdx.x % C;  // 1-D grid, clusters of (C, 1, 1)
+    const int group_quads = rows * (kGroupColumns / 4);
+    const int group_slot_floats = 4 * tile_quad_slot(group_quads, C);
+    const uint32_t inbox_barrier = group_inbox_bar();
+    asm volatile("barrier.cluster.wait;\n" ::: "memory");  // the peers' barriers are ready
+    for (int i = lane; i < rows * 16; i += 32) {
+      const int m = i / 16, c = i % 16;
+      const float4 v = *reinterpret_cast<const float4*>(sums + m * 64 + 4 * c);
+      const int q = m * (kGroupColumns / 4) + warp * 16 + c;
+      const int owner = tile_quad_owner(q, group_quads, C);
+      const uint32_t slot =
+          inbox +
+          16 * (rank * (group_slot_floats / 4) + q - tile_quad_first(owner, group_quads, C));
+      if (owner == rank)
+        *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
+      else
+        st_async_16(peer_shared_address(slot, owner), v, peer_shared_address(inbox_barrier, owner));
+    }
+    __syncthreads();  // this block's own slot
+    mbarrier_wait_cluster(inbox_barrier, 0);
+    const float* received = reinterpret_cast<const float*>(smem + (inbox - smem_base));
+    const int first = 4 * tile_quad_first(rank, group_quads, C);
+    const int slice_end = 4 * tile_quad_first(rank + 1, group_quads, C);
+    const int64_t n_group = static_cast<int64_t>(blockIdx.x / C) * kGroupColumns;
+    for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads) {
+      float v = 0.f;
+#pragma unroll
+      for (int c = 0; c < kTileSplitMaxCluster; ++c)
+        if (c < C) v += received[c * group_slot_floats + idx - first];
+      const int64_t n = n_group + idx % kGroupColumns;
+      if (n < p.N) store_with_bias(out, bias, idx / kGroupColumns, n, p.N, v);
+    }
+#else
+    __trap();  // never planned: cluster_code_loaded() is false for this code
+#endif
   }
 #endif
   timeline_mark(kMarkExit);
@@ -1169,19 +1260,20 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // ---------------------------------------------------------------------------
 
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
-          bool kGroupRows, bool kPhases>
+          bool kGroupRows, bool kPhases, bool kGroupCluster = false>
 cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                         cudaStream_t stream) {
   constexpr auto kernel =
-      stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases>;
+      stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases, kGroupCluster>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
-  if (p.tile_split > 1) {
-    // A tile's blocks run as one thread-block cluster (sm_90): consecutive
-    // blocks, co-scheduled on one GPC, sharing their shared memory.
+  if (p.tile_split > 1 || p.tile_split < 0) {
+    // A tile's (a column group's) blocks run as one thread-block cluster
+    // (sm_90): consecutive blocks, co-scheduled on one GPC, sharing their
+    // shared memory.
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = static_cast<unsigned>(p.tile_split);
+    cluster.val.clusterDim.x = static_cast<unsigned>(p.tile_split > 0 ? p.tile_split : -p.tile_split);
     cluster.val.clusterDim.y = 1;
     cluster.val.clusterDim.z = 1;
     cudaLaunchConfig_t config{};
@@ -1203,8 +1295,11 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   // The phased kernel is its own instance (kMT = 2 only), so that the
   // unphased plans run the kernels without the phase code.
   cudaError_t err;
-  if (p.tile_split)
+  if (p.tile_split > 0)
     err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
+  else if (p.tile_split < 0)
+    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false, true>(p, plan, device,
+                                                                               stream);
   else if (stream_a_phased(plan)) {  // M >= kAPhaseFromM: the 16-row kernels only
     if constexpr (kMT == 2)
       err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, true>(p, plan, device, stream);
@@ -1342,7 +1437,7 @@ bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
   *info = StreamGridInfo{plan.blocks,     plan.k_steps,   plan.total_steps,
                          plan.smem_bytes, plan.max_parts, plan.tile_split,
                          stream_group_rows(args.M, args.group_size) ? 1 : 0,
-                         plan.a_phase_steps};
+                         plan.a_phase_steps, plan.group_cluster};
   return planned;
 }
 
@@ -1360,7 +1455,7 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;
   p.reduce_sliced = plan.max_parts > kReduceSerialParts;
-  p.tile_split = plan.tile_split;
+  p.tile_split = plan.group_cluster > 1 ? -plan.group_cluster : plan.tile_split;
   p.a_phase_steps = plan.a_phase_steps;
   return with_activation_type(args.dtype, [&](auto act) {
     return dispatch_zero_points<decltype(act)>(args, p, plan, device, stream);

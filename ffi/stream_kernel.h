@@ -32,6 +32,7 @@ struct StreamGridInfo {
   int tile_split;          // > 0: the tile split, this many blocks (a cluster) per tile
   int group_rows;          // 1: a column of the n8 tile per row and group (stream_plan.h)
   int a_phase_steps;       // A staged this many steps at a time (>= a block's steps: at once)
+  int group_cluster;       // > 1: stream-K's blocks of a column group are a cluster (no reduce)
 };
 bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
                     int split_k_override, StreamGridInfo* info);

@@ -114,6 +114,7 @@ struct StreamPlan {
   int tile_split;   // C > 0: C blocks (a cluster) per 64-column tile, splitting k; 0: stream-K
   int smem_bytes;   // dynamic shared memory per block
   int a_phase_steps;  // P: A is staged P steps at a time (>= a block's steps: all at once)
+  int group_cluster;  // C > 1: stream-K's C blocks of each column group form a cluster
 };
 
 // The most partials any column group needs with B blocks (1 = direct).
@@ -173,6 +174,34 @@ constexpr int kTileSplitTwoBlocksMaxSteps = 16;
 // split_k_override = -C asks for the tile-split grid with C blocks per tile
 // where it fits (-1: one block per tile).
 constexpr bool is_forced_tile_split(int split_k_override) { return split_k_override < 0; }
+
+// The group cluster (sm_90): an aligned split of every column group into C
+// blocks, B = column groups x C, whose C blocks are a thread-block cluster.
+// first_step then cuts exactly at the groups' edges (block g C + r takes
+// steps g L + floor(r L / C) on), so a block's steps lie in one group, and
+// the C partials of a group are added on chip as the tile split adds its
+// blocks' totals (stream_kernel.cu's group-cluster epilogue): no partials in
+// the workspace, no reduce kernel and its launch (2.0 us at M = 1, 7.7 at M
+// = 16 on 8192 x 28672, session 15's probe). The sums are the reduce
+// kernel's, in the same order: the results match the aligned split's bit
+// for bit. split_k_override = kGroupClusterOverride + C asks for it where
+// it fits; the planner does not take it yet. Forced in session 15's probe
+// (calls D and E, us per GEMM at M = 1, planned grid -> best C): 4096 x
+// 14336 14.62 -> 12.53 (C = 4, 112 blocks), 4096 x 32000 22.99 -> 21.12 (C =
+// 2, 126 blocks), 4096 x 28672 20.63-21.12 -> 20.03-20.32 (C = 4); but 8192 x
+// 28672 35.06 -> 37.37 (C = 4 or 8) and 28672 x 8192 35.09 -> 44.02 (C = 6):
+// the rule is not yet clear (docs/perf/NOTES.md). No phases: at M = 16 A
+// for ceil(L / C) steps takes one block an SM, two waves.
+constexpr int kGroupClusterOverride = 1000;
+constexpr bool is_forced_group_cluster(int split_k_override) {
+  return split_k_override > kGroupClusterOverride;
+}
+// A group-cluster block's inbox: C slots of the largest slice of its M x 512
+// outputs (128 M quads, cut as tile_quad_first cuts them), then the 8-byte
+// barrier that counts the peers' bytes.
+inline int64_t group_inbox_bytes(int64_t M, int64_t C) {
+  return C * tile_quad_slot(static_cast<int>(128 * M), static_cast<int>(C)) * 16 + 8;
+}
 
 // A stream-K grid that two blocks an SM spread over more than one wave (a
 // block stages A for all of its steps, 4.5 KB a step at M = 16, so past M = 8
@@ -285,10 +314,40 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     plan->tile_split = static_cast<int>(C);
     plan->smem_bytes = static_cast<int>(tile_split_smem(C));
     plan->a_phase_steps = static_cast<int>(ceil_div(L, C));
+    plan->group_cluster = 0;
     return true;
   };
   if (is_forced_tile_split(split_k_override) && tile_split_fits(-int64_t{split_k_override}))
     return plan_tile_split(-int64_t{split_k_override});
+
+  // The group cluster with C blocks a column group: each block stages A for
+  // its at most ceil(L / C) = a_phase_steps steps, and the inbox lies past
+  // A (16-byte aligned, where the kernel puts the tile split's), clear of
+  // all a block uses before its epilogue, since a peer may push while it
+  // still streams.
+  auto plan_group_cluster = [&](int64_t C) {
+    if (C < 2 || C > max_cluster || C > L || device.compute_capability < 90 ||
+        n_groups * C > INT32_MAX / 2)
+      return false;
+    const int64_t most_steps = ceil_div(L, C);
+    const int64_t inbox = (fixed_bytes + most_steps * step_bytes + 15) / 16 * 16;
+    const int64_t smem = inbox + group_inbox_bytes(args.M, C);
+    if (smem > device.max_shared_bytes_per_block) return false;
+    plan->k_steps = static_cast<int>(L);
+    plan->total_steps = static_cast<int>(T);
+    plan->blocks = static_cast<int>(n_groups * C);
+    plan->any_cut = 0;
+    plan->max_parts = 1;
+    plan->tile_split = 0;
+    plan->smem_bytes = static_cast<int>(smem);
+    plan->a_phase_steps = static_cast<int>(most_steps);
+    plan->group_cluster = static_cast<int>(C);
+    return true;
+  };
+  if (is_forced_group_cluster(split_k_override)) {
+    if (plan_group_cluster(int64_t{split_k_override} - kGroupClusterOverride)) return true;
+    split_k_override = 0;  // does not fit: the planner's own grid
+  }
 
   int64_t B = 0;
   // The two-block grid set aside for one block an SM (kStreamOneBlockMinParts),
@@ -361,6 +420,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   plan->max_parts = max_parts(n_groups, L, T, B);
   plan->any_cut = plan->max_parts > 1;
   plan->tile_split = 0;
+  plan->group_cluster = 0;
   if (split_k_override == 0 && plan->any_cut) {
     // The blocks of one wave of a tile split with C blocks a tile: one an SM,
     // less the SMs no cluster of C can use (device.cluster_blocks); with C = 1

@@ -259,7 +259,8 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
 def stream_plan(M: int, w, dtype, split_k: int = 0):
     """The streaming CUDA kernel's grid for an (M, K) x `w` GEMM on the current GPU, as
     `_cuda` would launch it (a dict: blocks, k_steps, total_steps, smem_bytes, max_parts
-    (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split), group_rows
+    (1: no reduce kernel), tile_split (> 0: blocks per tile of the tile split),
+    group_cluster (> 1: stream-K's blocks of a column group in a cluster), group_rows
     (groups of 32 or 64 at M x groups a step <= 8: a column of the MMA per row and
     group), a_phase_steps (fewer than a block's steps, total_steps / blocks rounded up:
     A is staged that many steps at a time)), or None

@@ -28,6 +28,7 @@ HALF = {"f16": np.dtype(np.float16), "bf16": BF16}
 # streaming kernel's tile split with C blocks per 64-column tile (a thread-block
 # cluster adding through distributed shared memory when C > 1, sm_90), where it fits
 # (ffi/stream_plan.h is_forced_tile_split).
+# 1000 + C: the group cluster (test_the_group_cluster_is_the_aligned_split_bit_for_bit).
 PATHS = [("fused", 1), ("fused", 2), ("fused", 5), ("fused", -1), ("fused", -4), ("fused", 0),
          ("dense", 0)]
 
@@ -197,6 +198,42 @@ def test_small_grids_take_the_tile_split(rng, M, K, N):
     if "H200" in jax.devices("gpu")[0].device_kind:
         assert plan["tile_split"] == SMALL_GRIDS[M, K, N] and plan["max_parts"] == 1, plan
     assert_fused_right_and_reproducible(a, w, None, oracle64(a, case), np.float16)
+
+
+
+# split_k = GROUP_CLUSTER + C: stream-K's aligned split of C blocks a column group, run as
+# a thread-block cluster that adds the C partials on chip (ffi/stream_plan.h, sm_90).
+GROUP_CLUSTER = 1000
+
+
+@pytest.mark.parametrize("M,K,N,block,zp,bias,C", [
+    (1, 4096, 1536, 128, "packed", False, 4),
+    (1, 2048, 1100, 32, "packed", True, 2),   # group rows; the last group's warps idle
+    (4, 1000, 700, 64, "none", True, 3),      # slices of unequal size, K ragged
+    (8, 8192, 520, 8192, "packed", False, 8),  # per-channel: one group of all of k
+    (9, 4096, 2048, 128, "packed", True, 5),
+    (16, 2048, 1024, 32, "packed", True, 4),  # the 16-row kernel that prescales
+    (16, 4096, 1536, 64, "none", False, 2),
+])
+def test_the_group_cluster_is_the_aligned_split_bit_for_bit(rng, M, K, N, block, zp, bias, C):
+    """The group cluster adds a column group's C partials in its blocks' shared memory,
+    in block order, as the reduce kernel adds the aligned split's: the same output bit
+    for bit, right against the oracle, and reproducible run to run."""
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=np.float16)
+    a = activations(rng, (M, K), np.float16)
+    b = activations(rng, (N,), np.float16) if bias else None
+    w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16, split_k=GROUP_CLUSTER + C)
+    if float(jax.devices("gpu")[0].compute_capability) < 9:
+        pytest.skip("thread-block clusters need sm_90")
+    assert plan["group_cluster"] == C and plan["max_parts"] == 1, plan
+    assert plan["blocks"] == -(-N // 512) * C, plan
+    assert ops.stream_plan(M, w, np.float16, split_k=C)["max_parts"] == C
+    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), np.float16,
+                                        split_k=GROUP_CLUSTER + C)
+    clustered, aligned = (np.asarray(jax.jit(lambda a, w, b, s=s: ops._bind(
+        a, w, b, impl="fused", split_k=s))(a, w, b)) for s in (GROUP_CLUSTER + C, C))
+    np.testing.assert_array_equal(clustered.view(np.uint16), aligned.view(np.uint16))
 
 
 @pytest.mark.parametrize("M", [1, 4, 16])

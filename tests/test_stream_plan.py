@@ -131,7 +131,10 @@ def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cl
     return 0
 
 
-@pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4])
+GROUP_CLUSTER = header_constant("stream_plan.h", "kGroupClusterOverride")
+
+
+@pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8])
 def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
     cases = list(_cases(split_k))
     results = planner([c for _, c in cases])
@@ -141,7 +144,7 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         if got is None:
             continue
         planned += 1
-        B, T, L, smem, any_cut, parts, tile_split, phase, phased = got
+        B, T, L, smem, any_cut, parts, tile_split, phase, phased, group_cluster = got
         n_pad = _layout.n_pad(N)
         k_pad = -(-K // block) * block
         # Two fp32 sums of A per row and group, per step; none for groups of 32 at
@@ -150,6 +153,23 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         sums = 0 if (M > 8 and block == 32) else 8 * groups
         assert L == -(-k_pad // 128), case
         n_tiles = n_pad // 64
+        step = M * (A_ROW_BYTES + sums)
+        if split_k > GROUP_CLUSTER:
+            # The group cluster where it fits: C blocks a column group (sm_90), each
+            # staging A for at most ceil(L / C) steps, then the inbox (16-byte aligned):
+            # C slots of ceil(128 M / C) quads and an 8-byte barrier.
+            C = split_k - GROUP_CLUSTER
+            inbox = -(-(_fixed_bytes(groups) + -(-L // C) * step) // 16) * 16
+            want_smem = inbox + C * -(-128 * M // C) * 16 + 8
+            fits = cc >= 90 and C <= L and C <= MAX_CLUSTER and want_smem <= smem_limit
+            assert bool(group_cluster) == fits, (case, got, want_smem)
+            if fits:
+                assert group_cluster == C and smem == want_smem, (case, got)
+                assert B == -(-n_pad // 512) * C and T == -(-n_pad // 512) * L, (case, got)
+                assert not any_cut and parts == 1 and not tile_split, (case, got)
+                assert phase == -(-L // C) and not phased, (case, got)
+                continue
+        assert group_cluster == 0, (case, got)
         if tile_split:
             # C = tile_split blocks per 64-column tile (a cluster when C > 1,
             # sm_90 only), each staging A for its part of k; no partials.
@@ -161,12 +181,14 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
             if split_k < 0:
                 assert C == -split_k, (case, got)
                 continue
-            # Chosen by itself: the rule's C (stream_plan.h).
-            assert split_k == 0, (case, got)
+            # Chosen by itself (or where the group cluster does not fit): the rule's C
+            # (stream_plan.h).
+            assert split_k in (0, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8), (case, got)
             rule = _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc)
             assert C == rule, (case, got, rule)
             continue
-        if split_k == 0 and any_cut:  # stream-K cuts only where no tile split is one wave
+        if split_k in (0, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8) and any_cut:
+            # stream-K cuts only where no tile split is one wave
             assert _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc) == 0, (
                 case, got)
         if split_k == -4 and cc >= 90:
@@ -183,16 +205,16 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         # The largest block's A steps (two phases of them where A is staged in
         # phases), the zero row and the ring fit its shared memory, which fits the
         # device.
-        step = M * (A_ROW_BYTES + sums)
         assert smem == _fixed_bytes(groups) + min(most_steps, 2 * phase) * step, (case, got)
         assert smem <= smem_limit, (case, got)
         # stream_a_phased (which picks the launched kernel) says the same
         assert phased == (phase < most_steps), (case, got)
         if phase < most_steps:  # A in phases: see test_a_in_phases for where
-            assert split_k <= 0 and M >= 9 and phase >= PHASE_MIN_STEPS, (case, got)
+            assert (split_k <= 0 or split_k > GROUP_CLUSTER) and M >= 9, (case, got)
+            assert phase >= PHASE_MIN_STEPS, (case, got)
         else:
             assert phase == most_steps, (case, got)
-        if split_k > 0:  # an aligned split: every group cut the same way
+        if 0 < split_k < GROUP_CLUSTER:  # an aligned split: every group cut the same way
             groups = T // L
             assert B % groups == 0 and 1 <= B // groups <= min(split_k, L), (case, got)
     assert planned > len(cases) // 2
@@ -206,7 +228,7 @@ def test_a_larger_workspace_never_buys_more_partials_than_the_reduce_adds(planne
              for split_k in (0, 200)]
     for case, got in zip(cases, planner(cases)):
         assert got is not None, case
-        B, T, L, _, _, parts, tile_split, _, _ = got
+        B, T, L, _, _, parts, tile_split, _, _, _ = got
         if tile_split:  # no partials at all
             assert parts == 1 and B == T // L * tile_split, (case, got)
             continue
@@ -281,7 +303,7 @@ def test_the_rule_on_other_devices(planner, tmp_path_factory, device, counts, ma
     for case, got in zip(cases, run(cases, max_cluster, counts)):
         M, K, N = case[:3]
         assert got is not None, case
-        B, T, L, smem_used, any_cut, parts, C, _, _ = got
+        B, T, L, smem_used, any_cut, parts, C, _, _, _ = got
         n_tiles = _layout.n_pad(N) // 64
         if not C and not any_cut:
             continue  # stream-K cuts nothing: the rule is not asked
@@ -334,7 +356,7 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
             continue
         replanned += 1
         assert got is not None, case  # the two-block grid stays if one block cannot fit
-        B, T, L, smem, any_cut, parts, tile_split, _, _ = got
+        B, T, L, smem, any_cut, parts, tile_split, _, _, _ = got
         model_parts, _ = _model_parts(T, L, B)
         assert B <= T and smem <= smem_limit, (case, got)
         assert parts == model_parts and parts <= MAX_PARTS, (case, got)
@@ -365,7 +387,7 @@ def test_a_in_phases(planner, tmp_path_factory):
             assert got == off and (got is None or not got[8]), (case, off, got)
             continue
         phased += 1
-        B, T, L, smem, any_cut, parts, tile_split, phase, launches_phased = got
+        B, T, L, smem, any_cut, parts, tile_split, phase, launches_phased, _ = got
         assert launches_phased, (case, got)
         # Without phases: more than one wave of two blocks an SM, or the one-block grid
         # the planner takes for such a grid when it cuts too finely.

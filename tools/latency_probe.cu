@@ -290,6 +290,9 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
   if (info.tile_split > 0)
     std::snprintf(name, sizeof name, "tile split: %d blocks, C = %d", info.blocks,
                   info.tile_split);
+  else if (info.group_cluster > 1)
+    std::snprintf(name, sizeof name, "group cluster: %d blocks, C = %d", info.blocks,
+                  info.group_cluster);
   else
     std::snprintf(name, sizeof name, "stream-K: %d blocks, %d parts", info.blocks,
                   info.max_parts);
@@ -302,7 +305,8 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 // (median and last over the blocks that reached it), the blocks' spread of
 // entries, the gap from the main kernel's last exit to the reduce kernel's
 // first entry, and the reduce kernel's span.
-void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
+void print_timeline(cudaStream_t stream, const std::function<void()>& call,
+                    const char* label = "timeline:") {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -326,11 +330,11 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
     t0 = std::min(t0, t.main_ns[b][jax_marlin::kMarkEntry]);
   }
   if (blocks == 0) {
-    std::printf("%27s no stamps (a kernel built without the timeline?)\n", "timeline:");
+    std::printf("%27s no stamps (a kernel built without the timeline?)\n", label);
     return;
   }
   static const char* names[] = {"entry", "A staged", "sums", "first step", "loop end", "exit"};
-  std::printf("%27s %d blocks; us from the first entry, median / last:", "timeline:", blocks);
+  std::printf("%27s %d blocks; us from the first entry, median / last:", label, blocks);
   unsigned long long main_end = 0;
   for (int mark = 0; mark < jax_marlin::kStreamMarks; ++mark) {
     std::vector<double> us;
@@ -363,7 +367,26 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call) {
   if (r0 != ~0ull && main_end != 0)
     std::printf("; reduce: gap %.2f, span %.2f", (double(r0) - double(main_end)) / 1e3,
                 r1 > r0 ? (r1 - r0) / 1e3 : 0.0);
-  std::printf("\n");
+  // Where the blocks ran: how many SMs held 0, 1, 2, 3+ of them (over the whole
+  // run), and the latest loop end among the blocks of SMs with one block and
+  // with two, which says whether an SM's second block slows both.
+  std::vector<int> per_sm(1024, 0);
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b)
+    if (t.main_ns[b][jax_marlin::kMarkEntry] != 0) ++per_sm[t.main_sm[b] % 1024];
+  int sms_with[4] = {0, 0, 0, 0}, sm_count = 0;
+  CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  for (int sm = 0; sm < sm_count && sm < 1024; ++sm) ++sms_with[std::min(per_sm[sm], 3)];
+  double last_end[4] = {0, 0, 0, 0};
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
+    if (t.main_ns[b][jax_marlin::kMarkEntry] == 0 || end == 0) continue;
+    const int load = std::min(per_sm[t.main_sm[b] % 1024], 3);
+    last_end[load] = std::max(last_end[load], (end - t0) / 1e3);
+  }
+  std::printf("\n%27s SMs with 0 / 1 / 2 / 3+ blocks: %d / %d / %d / %d; last loop end on"
+              " SMs of 1 / 2 / 3+ blocks: %.2f / %.2f / %.2f us\n",
+              "placement:", sms_with[0], sms_with[1], sms_with[2], sms_with[3], last_end[1],
+              last_end[2], last_end[3]);
 }
 #endif
 
@@ -373,11 +396,23 @@ int main(int argc, char** argv) {
   bool small_models = false;
   struct Shape { int64_t M, K, N; };
   std::vector<Shape> named;  // MxKxN arguments: these shapes instead of a list below
+  // splits=1,-2,1004: the other grids timed for each shape (split_k_override
+  // values; 1000 + C is the group cluster, stream_plan.h).
+  std::vector<int> splits = {1, -1, -2, -4, -8};
   for (int i = 1; i < argc; ++i) {
-    g_random = g_random || std::string(argv[i]) == "random";
-    small_models = small_models || std::string(argv[i]) == "small";
+    const std::string arg = argv[i];
+    g_random = g_random || arg == "random";
+    small_models = small_models || arg == "small";
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
+    if (arg.rfind("splits=", 0) == 0) {
+      splits.clear();
+      for (size_t at = 7; at < arg.size();) {
+        const size_t comma = arg.find(',', at);
+        splits.push_back(std::stoi(arg.substr(at, comma - at)));
+        at = comma == std::string::npos ? arg.size() : comma + 1;
+      }
+    }
   }
   DeviceLimits device{};
   CHECK(cudaGetDevice(&device.ordinal));
@@ -491,7 +526,7 @@ int main(int argc, char** argv) {
     // k-split; -C forces the tile split with C blocks a tile where it fits
     // (stream_plan.h). Whichever kernel each takes, timed the same way.
     std::printf("%27s", "split_k_override:");
-    for (int split : {1, -1, -2, -4, -8}) {
+    for (int split : splits) {
       const double us = graph_us(stream, [&](int i) {
         CHECK(jax_marlin::LaunchMarlinGemm(g.copies[i % count], device, split, stream));
       });
@@ -501,6 +536,15 @@ int main(int argc, char** argv) {
                   }).c_str());
     }
     std::printf("\n");
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+    for (int split : splits) {
+      char label[32];
+      std::snprintf(label, sizeof label, "timeline, split %d:", split);
+      print_timeline(stream, [&] {
+        CHECK(jax_marlin::LaunchMarlinGemm(g.copies[0], device, split, stream));
+      }, label);
+    }
+#endif
 #ifdef JAX_MARLIN_STREAM_TIMELINE
     print_timeline(stream, [&] { gemm(0); });
 #endif

@@ -71,7 +71,9 @@ def main():
     # SWEEP_SPLIT_K=s: the fused kernel with that split_k alone (a short run for a
     # tool that cannot finish the whole sweep in its time: racecheck, session 13).
     cases = list(_cases(np.random.default_rng(0)))
-    passes = ((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3), ("fused", -8)),
+    # 1003: the group cluster of 3 blocks a column group (ffi/stream_plan.h).
+    passes = ((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3), ("fused", -8),
+               ("fused", 1003)),
               (("dense", 0),))
     if "SWEEP_SPLIT_K" in os.environ:
         passes = ((("fused", int(os.environ["SWEEP_SPLIT_K"])),),)

@@ -1,7 +1,8 @@
 // Runs the streaming kernel's grid planner (ffi/stream_plan.h) on the host.
 // stdin: one case per line, "M K N group workspace_elems sm_count
 // max_smem_per_block compute_capability split_k". stdout: one line per case,
-// "B T L smem any_cut max_parts tile_split a_phase_steps a_phased" or "declined" (max_parts as the
+// "B T L smem any_cut max_parts tile_split a_phase_steps a_phased group_cluster" or "declined"
+// (max_parts as the
 // plan states it: the test recomputes it from the partition). argv[1], if
 // given: the cap on the tile split's cluster size (default: the kernel's); argv[2], if
 // given: the blocks clusters of 2, 4 and 8 place at once, "c2,c4,c8" (DeviceLimits::
@@ -29,9 +30,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
     jax_marlin::StreamPlan plan{};
     if (jax_marlin::plan_grid(args, device, static_cast<int>(split_k), &plan, max_cluster)) {
-      std::printf("%d %d %d %d %d %d %d %d %d\n", plan.blocks, plan.total_steps, plan.k_steps,
-                  plan.smem_bytes, plan.any_cut, plan.max_parts, plan.tile_split,
-                  plan.a_phase_steps, jax_marlin::stream_a_phased(plan) ? 1 : 0);
+      std::printf("%d %d %d %d %d %d %d %d %d %d\n", plan.blocks, plan.total_steps,
+                  plan.k_steps, plan.smem_bytes, plan.any_cut, plan.max_parts, plan.tile_split,
+                  plan.a_phase_steps, jax_marlin::stream_a_phased(plan) ? 1 : 0,
+                  plan.group_cluster);
     } else {
       std::printf("declined\n");
     }
