@@ -185,13 +185,30 @@ constexpr bool is_forced_tile_split(int split_k_override) { return split_k_overr
 // = 16 on 8192 x 28672, session 15's probe). The sums are the reduce
 // kernel's, in the same order: the results match the aligned split's bit
 // for bit. split_k_override = kGroupClusterOverride + C asks for it where
-// it fits; the planner does not take it yet. Forced in session 15's probe
-// (calls D and E, us per GEMM at M = 1, planned grid -> best C): 4096 x
-// 14336 14.62 -> 12.53 (C = 4, 112 blocks), 4096 x 32000 22.99 -> 21.12 (C =
-// 2, 126 blocks), 4096 x 28672 20.63-21.12 -> 20.03-20.32 (C = 4); but 8192 x
-// 28672 35.06 -> 37.37 (C = 4 or 8) and 28672 x 8192 35.09 -> 44.02 (C = 6):
-// the rule is not yet clear (docs/perf/NOTES.md). No phases: at M = 16 A
-// for ceil(L / C) steps takes one block an SM, two waves.
+// it fits.
+//
+// The planner takes it where stream-K would cut and no tile split is taken,
+// at M <= kGroupClusterMaxM, with the largest C whose blocks fit one an SM
+// (less the SMs clusters of C cannot use), if a block then has at most
+// kGroupClusterExtraSteps steps more than stream-K's average per SM (T /
+// SMs). Why (session 15, calls D-F, the probe at M = 1 with the kernels'
+// timestamps): the time is set by the busiest SM. With the group cluster's
+// blocks one an SM, each SM streams ceil(L / C) steps, and the stream
+// starts ~1.7 us sooner than with stream-K's two blocks an SM (first step
+// at 3.5 against 5.2 us), the reduce (2.0 us) is gone, the cluster's
+// epilogue costs ~1 us, and a step takes ~0.9 us an SM: a gain of ~2.8 us
+// less ~1.1 us per step of excess. Measured, planned stream-K -> group
+// cluster: 4096 x 14336 14.62 -> 12.53 (C = 4, 112 blocks, 8 steps against
+// 6.8 an SM), 4096 x 32000 22.99 -> 21.12 (C = 2, 126 blocks, 16 against
+// 15.3); a tie on 4096 x 28672 (C = 2: 16 against 13.6), and a loss on 8192
+// x 28672 (C = 2: 32 against 27.2; 35.7 -> 38.1). Where blocks outnumber
+// the SMs, clusters leave SMs with one block and others with two (224 blocks
+// of C = 4: 24 SMs with one, 100 with two, 8 with none), and the SMs with
+// two finish last: 8192 x 28672 at C = 4 ran 37.38 against 35.06. No phases
+// (M <= 8 here; at M = 16, A for ceil(L / C) steps plus the inbox would
+// take one block an SM).
+constexpr int64_t kGroupClusterMaxM = 8;
+constexpr int64_t kGroupClusterExtraSteps = 2;
 constexpr int kGroupClusterOverride = 1000;
 constexpr bool is_forced_group_cluster(int split_k_override) {
   return split_k_override > kGroupClusterOverride;
@@ -445,6 +462,15 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     if (chosen > 0 &&
         (ceil_div(L, chosen) <= target || n_tiles * chosen >= kTileSplitMinBlocks))
       return plan_tile_split(chosen);
+    // Else the group cluster whose blocks fit one an SM, with the largest such C.
+    int64_t group_C = 0;
+    for (int64_t C = 2; C <= kTileSplitMaxCluster && args.M <= kGroupClusterMaxM; C *= 2) {
+      if (n_groups * C > one_wave(C)) break;
+      group_C = C;
+    }
+    if (group_C > 0 && ceil_div(L, group_C) * sms <= T + kGroupClusterExtraSteps * sms &&
+        plan_group_cluster(group_C))
+      return true;
   }
   return true;
 }

@@ -236,6 +236,21 @@ def test_the_group_cluster_is_the_aligned_split_bit_for_bit(rng, M, K, N, block,
     np.testing.assert_array_equal(clustered.view(np.uint16), aligned.view(np.uint16))
 
 
+@pytest.mark.parametrize("M,K,N,C", [(1, 4096, 14336, 4), (1, 4096, 32000, 2), (6, 4096, 14336, 4)])
+def test_the_planner_takes_the_group_cluster(rng, M, K, N, C):
+    """Where the group cluster's blocks fit one an SM with few steps more than stream-K's
+    (ffi/stream_plan.h), the planner's own grid is the group cluster on an H200 (the host
+    model in tests/test_stream_plan.py agrees): right and reproducible on any GPU."""
+    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=np.float16)
+    a = activations(rng, (M, K), np.float16)
+    b = activations(rng, (N,), np.float16)
+    w = case.prepare()
+    plan = ops.stream_plan(M, w, np.float16)
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert plan["group_cluster"] == C and plan["max_parts"] == 1, plan
+    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), np.float16)
+
+
 @pytest.mark.parametrize("M", [1, 4, 16])
 def test_streamed_gemm_reads_what_the_kernel_before_it_wrote(rng, M):
     """GEMMs back to back in one program, each one's A the previous one's output (a

@@ -27,7 +27,8 @@ DEVICES = {
     "small": (20, 101376, 86),
 }
 SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 1024), (14336, 4096),
-          (72, 37), (1000, 1100), (200, 70000), (8192, 128256), (65536, 131072)]
+          (72, 37), (1000, 1100), (200, 70000), (8192, 128256), (65536, 131072),
+          (4096, 14336), (4096, 32000), (5120, 13824)]
 RING_BYTES = 8 * 16 * 512  # 8 warps x 2 steps x 8 units x 512 bytes
 GROUP_WORD_BYTES = 160  # a group's 64 scales and 8 zero-point words, in the words ring
 ZERO_ROW_BYTES = 256
@@ -50,6 +51,12 @@ MAX_CLUSTER = int(re.search(r"#define JAX_MARLIN_TILE_SPLIT_MAX_CLUSTER (\d+)",
 # with them (only sm_90 parts form clusters).
 H200_CLUSTER_BLOCKS = (132, 120, 120)
 PLAN_ARGV = (MAX_CLUSTER, ",".join(map(str, H200_CLUSTER_BLOCKS)))
+GROUP_CLUSTER = header_constant("stream_plan.h", "kGroupClusterOverride")
+GROUP_CLUSTER_MAX_M = int(re.search(r"constexpr int64_t kGroupClusterMaxM = (\d+);",
+                                    (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
+GROUP_CLUSTER_EXTRA_STEPS = int(re.search(
+    r"constexpr int64_t kGroupClusterExtraSteps = (\d+);",
+    (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +106,34 @@ def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
 
 
+def _group_cluster_fits(C, L, M, groups, sums, smem_limit, cc, max_cluster=8):
+    """C blocks a column group (sm_90), each staging A for at most ceil(L / C) steps,
+    then the inbox (16-byte aligned): C slots of ceil(128 M / C) quads of 16 bytes and an
+    8-byte barrier. Returns (fits, shared memory)."""
+    inbox = -(-(_fixed_bytes(groups) + -(-L // C) * M * (A_ROW_BYTES + sums)) // 16) * 16
+    smem = inbox + C * -(-128 * M // C) * 16 + 8
+    return cc >= 90 and 2 <= C <= min(L, max_cluster) and smem <= smem_limit, smem
+
+
+def _rule_group_cluster(L, M, n_groups, groups, sums, sms, smem_limit, cc,
+                        cluster_blocks=H200_CLUSTER_BLOCKS):
+    """The group cluster's C where stream-K would cut and no tile split is taken (0:
+    none): at M <= kGroupClusterMaxM, the largest C in 2, 4, 8 whose n_groups x C blocks
+    fit one an SM (at most the blocks clusters of C place), if its blocks' ceil(L / C)
+    steps exceed stream-K's T / SMs by at most kGroupClusterExtraSteps, and it fits."""
+    if M > GROUP_CLUSTER_MAX_M:
+        return 0
+    chosen = 0
+    for i, C in enumerate((2, 4, 8)):
+        room = min(sms, cluster_blocks[i]) if cluster_blocks[i] else sms
+        if n_groups * C > room:
+            break
+        chosen = C
+    if not chosen or -(-L // chosen) * sms > n_groups * L + GROUP_CLUSTER_EXTRA_STEPS * sms:
+        return 0
+    return chosen if _group_cluster_fits(chosen, L, M, groups, sums, smem_limit, cc)[0] else 0
+
+
 def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cluster=8,
                         cluster_blocks=H200_CLUSTER_BLOCKS):
     """The tile split's C where stream-K would cut (0: none), restated over the set of
@@ -131,7 +166,6 @@ def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cl
     return 0
 
 
-GROUP_CLUSTER = header_constant("stream_plan.h", "kGroupClusterOverride")
 
 
 @pytest.mark.parametrize("split_k", [0, 1, 3, -1, -4, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8])
@@ -154,22 +188,27 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
         assert L == -(-k_pad // 128), case
         n_tiles = n_pad // 64
         step = M * (A_ROW_BYTES + sums)
-        if split_k > GROUP_CLUSTER:
-            # The group cluster where it fits: C blocks a column group (sm_90), each
-            # staging A for at most ceil(L / C) steps, then the inbox (16-byte aligned):
-            # C slots of ceil(128 M / C) quads and an 8-byte barrier.
-            C = split_k - GROUP_CLUSTER
-            inbox = -(-(_fixed_bytes(groups) + -(-L // C) * step) // 16) * 16
-            want_smem = inbox + C * -(-128 * M // C) * 16 + 8
-            fits = cc >= 90 and C <= L and C <= MAX_CLUSTER and want_smem <= smem_limit
-            assert bool(group_cluster) == fits, (case, got, want_smem)
-            if fits:
-                assert group_cluster == C and smem == want_smem, (case, got)
-                assert B == -(-n_pad // 512) * C and T == -(-n_pad // 512) * L, (case, got)
-                assert not any_cut and parts == 1 and not tile_split, (case, got)
-                assert phase == -(-L // C) and not phased, (case, got)
-                continue
-        assert group_cluster == 0, (case, got)
+        n_groups = -(-n_pad // 512)
+        # The planner's own choice (a forced group cluster that does not fit falls back
+        # to it).
+        auto = split_k == 0 or split_k > GROUP_CLUSTER
+        if split_k > GROUP_CLUSTER:  # forced: taken exactly where it fits
+            fits, _ = _group_cluster_fits(split_k - GROUP_CLUSTER, L, M, groups, sums,
+                                          smem_limit, cc)
+            assert fits == (group_cluster == split_k - GROUP_CLUSTER), (case, got)
+        if group_cluster:
+            C = group_cluster
+            fits, want_smem = _group_cluster_fits(C, L, M, groups, sums, smem_limit, cc)
+            assert fits and smem == want_smem, (case, got, want_smem)
+            assert B == n_groups * C and T == n_groups * L, (case, got)
+            assert not any_cut and parts == 1 and not tile_split, (case, got)
+            assert phase == -(-L // C) and not phased, (case, got)
+            if split_k == 0:  # chosen by itself: the rule's C, where no tile split is
+                assert C == _rule_group_cluster(L, M, n_groups, groups, sums, sms,
+                                                smem_limit, cc), (case, got)
+                assert not _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms,
+                                               smem_limit, cc), (case, got)
+            continue
         if tile_split:
             # C = tile_split blocks per 64-column tile (a cluster when C > 1,
             # sm_90 only), each staging A for its part of k; no partials.
@@ -183,13 +222,16 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
                 continue
             # Chosen by itself (or where the group cluster does not fit): the rule's C
             # (stream_plan.h).
-            assert split_k in (0, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8), (case, got)
+            assert auto, (case, got)
             rule = _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc)
             assert C == rule, (case, got, rule)
             continue
-        if split_k in (0, GROUP_CLUSTER + 3, GROUP_CLUSTER + 8) and any_cut:
-            # stream-K cuts only where no tile split is one wave
+        if auto and any_cut:
+            # stream-K cuts only where no tile split is one wave and no group cluster
+            # is taken
             assert _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc) == 0, (
+                case, got)
+            assert _rule_group_cluster(L, M, n_groups, groups, sums, sms, smem_limit, cc) == 0, (
                 case, got)
         if split_k == -4 and cc >= 90:
             # Forced clusters of 4 decline only where they cannot fit.
@@ -274,6 +316,26 @@ def test_the_tile_split_is_chosen_where_it_measured_faster(planner):
     # Without clusters (sm_80) a tile gets one block.
     a100 = [(1, 4096, 4096, 128, _shapes.split_k_workspace_floats(1, 4096), *DEVICES["a100"], 0)]
     assert planner(a100)[0][6] == 1
+
+
+def test_the_group_cluster_is_chosen_where_it_measured_faster(planner):
+    """H200 (docs/perf/NOTES.md, session 15 calls D-F): the group cluster's C (0: none)
+    the planner picks where stream-K would cut. 4096 x 14336 and 4096 x 32000 ran
+    12.53 / 21.12 us against stream-K's 14.62 / 22.99; 4096 x 28672 at C = 2 tied and
+    8192 x 28672 lost (38.1 against 35.7), both kept with stream-K; 16 rows are past
+    kGroupClusterMaxM. Without clusters (sm_80) there is none."""
+    sms, smem, cc = DEVICES["h200"]
+    expect = {(1, 4096, 14336): 4, (1, 4096, 32000): 2, (4, 4096, 14336): 4,
+              (1, 4096, 28672): 0, (2, 4096, 28672): 0, (1, 8192, 28672): 0,
+              (1, 28672, 8192): 0, (16, 4096, 14336): 0}
+    cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
+              0) for M, K, N in expect]
+    for key, got in zip(expect, planner(cases)):
+        assert got is not None and got[9] == expect[key] and got[6] == 0, (key, got)
+        assert got[4] == (expect[key] == 0), (key, got)  # no group cluster: stream-K cuts
+    a100 = [(1, 4096, 14336, 128, _shapes.split_k_workspace_floats(1, 14336),
+             *DEVICES["a100"], 0)]
+    assert planner(a100)[0][9] == 0
 
 
 @pytest.mark.parametrize("device, counts", [
