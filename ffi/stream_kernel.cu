@@ -1016,12 +1016,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // kTileSplit, before this warp's ring takes its sums).
   cp_async_wait<0>();
   timeline_mark(kMarkLoopEnd);
-  if constexpr (kTileSplit) {
-    // Each warp's 64 x M sums go to its own ring (private: no block barrier
-    // before the writes), as [m][column]; then every output adds the eight
-    // warps' values in warp order, so the sum is the same every run. A lane's
-    // sums land on other lanes' ring slots: the warp-wide sync orders every
-    // lane's last copy (waited for above) before any lane's store.
+  // The tile split's and the group cluster's epilogues: this warp's 64 x M
+  // sums go to its own ring (private: no block barrier before the writes;
+  // drained, since the loop waited for every copy), as [m][column]. A lane's
+  // sums land on other lanes' ring slots: the warp-wide sync orders every
+  // lane's last copy (waited for above) before any lane's store.
+  auto sums_to_own_ring = [&] {
     __syncwarp();
     float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
     if constexpr (kGroupRows) {
@@ -1036,6 +1036,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         if (m < rows) sums[m * 64 + column] = v;
       });
     }
+    return sums;
+  };
+  if constexpr (kTileSplit) {
+    // Every output then adds the eight warps' values in warp order, so the
+    // sum is the same every run.
+    sums_to_own_ring();
     __syncthreads();
     const int tile = blockIdx.x / p.tile_split;
     auto warp_total = [&](int idx) {
@@ -1112,28 +1118,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   } else if constexpr (kGroupCluster) {
 #if __CUDA_ARCH__ >= 900
     // The group cluster's epilogue, the tile split's push with stream-K's
-    // layout: each warp's 64 x M sums go to its own ring as [m][column]
-    // (drained: the loop waited for every copy, and an idle warp past the
-    // last tile has copied nothing and pushes its zeros, which its slices'
-    // owners count on), then each warp pushes its quads to their owners
-    // without waiting for the other warps. Quad q of the block is row q /
-    // 128, group columns 4 (q % 128) ..; the owner adds slot 0, 1, .. C - 1
-    // to 0, as the reduce kernel adds the parts in block order, so the
-    // output is the aligned split's bit for bit.
-    __syncwarp();
-    float* sums = reinterpret_cast<float*>(smem + warp * (kRingUnits * kUnitBytes));
-    if constexpr (kGroupRows) {
-      with_group_row_totals([&](int m, const float (&total)[4][2]) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) sums[m * 64 + 16 * j + g + 8 * c] = total[j][c];
-      });
-    } else {
-      for_each_output([&](float& v, int m, int column) {
-        if (m < rows) sums[m * 64 + column] = v;
-      });
-    }
+    // layout: each warp's sums go to its own ring (an idle warp past the last
+    // tile has copied nothing and pushes its zeros, which its slices' owners
+    // count on), then each warp pushes its quads to their owners without
+    // waiting for the other warps. Quad q of the block is row q / 128, group
+    // columns 4 (q % 128) ..; the owner adds slot 0, 1, .. C - 1 to 0, as the
+    // reduce kernel adds the parts in block order, so the output is the
+    // aligned split's bit for bit.
+    const float* sums = sums_to_own_ring();
     __syncwarp();
     const int C = -p.tile_split;
     const int rank = blockIdx.x % C;  // 1-D grid, clusters of (C, 1, 1)
