@@ -206,30 +206,34 @@ def test_small_grids_take_the_tile_split(rng, M, K, N):
 GROUP_CLUSTER = 1000
 
 
-@pytest.mark.parametrize("M,K,N,block,zp,bias,C", [
-    (1, 4096, 1536, 128, "packed", False, 4),
-    (1, 2048, 1100, 32, "packed", True, 2),   # group rows; the last group's warps idle
-    (4, 1000, 700, 64, "none", True, 3),      # slices of unequal size, K ragged
-    (8, 8192, 520, 8192, "packed", False, 8),  # per-channel: one group of all of k
-    (9, 4096, 2048, 128, "packed", True, 5),
-    (16, 2048, 1024, 32, "packed", True, 4),  # the 16-row kernel that prescales
-    (16, 4096, 1536, 64, "none", False, 2),
+@pytest.mark.parametrize("M,K,N,block,zp,bias,C,dtype", [
+    (1, 4096, 1536, 128, "packed", False, 4, "f16"),
+    (1, 2048, 1100, 32, "packed", True, 2, "f16"),   # group rows; the last group's warps idle
+    (4, 1000, 700, 64, "none", True, 3, "f16"),      # slices of unequal size, K ragged
+    (8, 8192, 520, 8192, "packed", False, 8, "f16"),  # per-channel: one group of all of k
+    (3, 2048, 1000, 32, "none", True, 6, "bf16"),    # groups of 32 without group rows
+    (5, 4096, 700, 64, "packed", False, 7, "bf16"),
+    (9, 4096, 2048, 128, "packed", True, 5, "f16"),
+    (16, 2048, 1024, 32, "packed", True, 4, "f16"),  # the 16-row kernel that prescales
+    (16, 4096, 1536, 64, "none", False, 2, "bf16"),
 ])
-def test_the_group_cluster_is_the_aligned_split_bit_for_bit(rng, M, K, N, block, zp, bias, C):
+def test_the_group_cluster_is_the_aligned_split_bit_for_bit(rng, M, K, N, block, zp, bias, C,
+                                                            dtype):
     """The group cluster adds a column group's C partials in its blocks' shared memory,
     in block order, as the reduce kernel adds the aligned split's: the same output bit
     for bit, right against the oracle, and reproducible run to run."""
-    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=np.float16)
-    a = activations(rng, (M, K), np.float16)
-    b = activations(rng, (N,), np.float16) if bias else None
+    act = HALF[dtype]
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if bias else None
     w = case.prepare()
-    plan = ops.stream_plan(M, w, np.float16, split_k=GROUP_CLUSTER + C)
+    plan = ops.stream_plan(M, w, act, split_k=GROUP_CLUSTER + C)
     if float(jax.devices("gpu")[0].compute_capability) < 9:
         pytest.skip("thread-block clusters need sm_90")
     assert plan["group_cluster"] == C and plan["max_parts"] == 1, plan
     assert plan["blocks"] == -(-N // 512) * C, plan
-    assert ops.stream_plan(M, w, np.float16, split_k=C)["max_parts"] == C
-    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), np.float16,
+    assert ops.stream_plan(M, w, act, split_k=C)["max_parts"] == C
+    assert_fused_right_and_reproducible(a, w, b, oracle64(a, case, b), act,
                                         split_k=GROUP_CLUSTER + C)
     clustered, aligned = (np.asarray(jax.jit(lambda a, w, b, s=s: ops._bind(
         a, w, b, impl="fused", split_k=s))(a, w, b)) for s in (GROUP_CLUSTER + C, C))

@@ -110,6 +110,30 @@ def main():
         assert plan["a_phase_steps"] < steps, plan
     print(f"sanitize sweep: A staged {plan['a_phase_steps']} steps at a time over {steps} "
           "steps a block, checked", flush=True)
+    # The group cluster (ffi/stream_plan.h) at M <= 8, where the planner takes it: the
+    # shapes above have too few k-steps for it (split_k = 1003 falls back there but at
+    # M = 12). Forced here, each plan checked to be the group cluster on sm_90: one-row
+    # and group-row kernels, groups of 32 without group rows, implicit zero points, bf16,
+    # and C = 3, 5, 6, 8 (slices of unequal size).
+    checked = 0
+    for M, N, K, block, zp, dtype, C in [(1, 1100, 2048, 32, "packed", jnp.float16, 3),
+                                         (3, 600, 2048, 32, "none", jnp.bfloat16, 5),
+                                         (5, 1000, 1024, 128, "none", jnp.float16, 6),
+                                         (8, 520, 4096, 64, "packed", jnp.bfloat16, 8)]:
+        q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=block,
+                        symmetric=zp == "none")
+        w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=block)
+        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
+        bias = jnp.asarray(rng.standard_normal(N), dtype)
+        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales,
+                                        q.zero_points, K=K, N=N, bits=4, block_size=block,
+                                        bias=bias.astype(jnp.float32))
+        if float(jax.devices()[0].compute_capability) >= 9:
+            plan = ops.stream_plan(M, w, dtype, 1000 + C)
+            assert plan["group_cluster"] == C, (M, N, K, C, plan)
+            checked += 1
+        _check((M, N, K, zp, dtype), a, w, bias, ref, "fused", 1000 + C)
+    print(f"sanitize sweep: {checked} group-cluster calls checked", flush=True)
 
 
 if __name__ == "__main__":
