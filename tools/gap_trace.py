@@ -99,14 +99,19 @@ def pass_boundaries(rows, name_part):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_cell_arguments(p, K=4096, N=4096, copies=16)
+    p.add_argument("--min-pass-gemms", type=int, default=16,
+                   help="weights a pass, duplicates of the copies where fewer (as the bench: "
+                        "4096 x 4096 runs 29 distinct copies a pass there)")
     p.add_argument("--passes", type=int, default=4)
     p.add_argument("--wall-passes", type=int, default=64)
     p.add_argument("--out", default="/tmp/gap_trace")
     args = p.parse_args(argv)
     dtype = jnp.float16
     qs, x = cell_inputs(args, dtype)
-    marlin = bench.in_rotation(tuple(bench.marlin_weights(q, dtype) for q in qs), 16)
-    dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs), 16)
+    marlin = bench.in_rotation(tuple(bench.marlin_weights(q, dtype) for q in qs),
+                               args.min_pass_gemms)
+    dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs),
+                              args.min_pass_gemms)
     cases = [(name, bench.make_loop(op), marlin, kernel) for name, (op, kernel) in CASES.items()]
     cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
     print(f"{args.K}x{args.N} M={args.M}: {len(marlin)} weights a pass, {args.passes} passes")
