@@ -65,7 +65,8 @@ struct DeviceLimits {
   // Blocks the device runs at once, one block an SM, in clusters of 2, 4 and 8
   // (cudaOccupancyMaxActiveClusters x C): clusters sit within a GPC, so where a
   // GPC's SMs are not a multiple of C some stay idle (the H200: 132, 120, 120).
-  // 0: unknown, taken as sm_count.
+  // 0: unknown, taken as sm_count; -1: the query said no cluster of C fits (a
+  // partition with small GPCs), and the planner then plans none.
   int cluster_blocks[3] = {0, 0, 0};
 };
 

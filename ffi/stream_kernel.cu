@@ -1404,7 +1404,7 @@ cudaError_t QueryClusterBlocks(DeviceLimits* device) {
     cudaGetLastError();
     return error;
   }
-  for (int i = 0; i < 3; ++i) device->cluster_blocks[i] = blocks[i];
+  for (int i = 0; i < 3; ++i) device->cluster_blocks[i] = blocks[i] > 0 ? blocks[i] : -1;
   return cudaSuccess;
 }
 

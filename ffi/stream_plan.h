@@ -449,7 +449,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
                    ? 2 * sms
                    : sms;
       const int known = device.cluster_blocks[C == 2 ? 0 : C == 4 ? 1 : 2];
-      return known > 0 ? std::min<int64_t>(sms, known) : sms;
+      return known > 0 ? std::min<int64_t>(sms, known) : known < 0 ? 0 : sms;
     };
     const int64_t target = args.M > 8 ? kTileSplitTargetStepsWide : kTileSplitTargetSteps;
     int64_t chosen = 0;
@@ -464,7 +464,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
       return plan_tile_split(chosen);
     // Else the group cluster whose blocks fit one an SM, with the largest such C.
     int64_t group_C = 0;
-    for (int64_t C = 2; C <= kTileSplitMaxCluster && args.M <= kGroupClusterMaxM; C *= 2) {
+    for (int64_t C = 2; C <= max_cluster && args.M <= kGroupClusterMaxM; C *= 2) {
       if (n_groups * C > one_wave(C)) break;
       group_C = C;
     }

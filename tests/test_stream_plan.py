@@ -115,23 +115,30 @@ def _group_cluster_fits(C, L, M, groups, sums, smem_limit, cc, max_cluster=8):
     return cc >= 90 and 2 <= C <= min(L, max_cluster) and smem <= smem_limit, smem
 
 
+def _cluster_room(sms, placed):
+    """Blocks one wave of clusters holds, one an SM: the device's count (0 = unknown: all
+    SMs; -1 = none fits)."""
+    return min(sms, placed) if placed > 0 else (0 if placed < 0 else sms)
+
+
 def _rule_group_cluster(L, M, n_groups, groups, sums, sms, smem_limit, cc,
-                        cluster_blocks=H200_CLUSTER_BLOCKS):
+                        cluster_blocks=H200_CLUSTER_BLOCKS, max_cluster=8):
     """The group cluster's C where stream-K would cut and no tile split is taken (0:
-    none): at M <= kGroupClusterMaxM, the largest C in 2, 4, 8 whose n_groups x C blocks
-    fit one an SM (at most the blocks clusters of C place), if its blocks' ceil(L / C)
-    steps exceed stream-K's T / SMs by at most kGroupClusterExtraSteps, and it fits."""
+    none): at M <= kGroupClusterMaxM, the largest C in 2, 4, 8 (at most max_cluster)
+    whose n_groups x C blocks fit one an SM (at most the blocks clusters of C place), if
+    its blocks' ceil(L / C) steps exceed stream-K's T / SMs by at most
+    kGroupClusterExtraSteps, and it fits."""
     if M > GROUP_CLUSTER_MAX_M:
         return 0
     chosen = 0
     for i, C in enumerate((2, 4, 8)):
-        room = min(sms, cluster_blocks[i]) if cluster_blocks[i] else sms
-        if n_groups * C > room:
+        if C > max_cluster or n_groups * C > _cluster_room(sms, cluster_blocks[i]):
             break
         chosen = C
     if not chosen or -(-L // chosen) * sms > n_groups * L + GROUP_CLUSTER_EXTRA_STEPS * sms:
         return 0
-    return chosen if _group_cluster_fits(chosen, L, M, groups, sums, smem_limit, cc)[0] else 0
+    fits, _ = _group_cluster_fits(chosen, L, M, groups, sums, smem_limit, cc, max_cluster)
+    return chosen if fits else 0
 
 
 def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cluster=8,
@@ -154,8 +161,7 @@ def _rule_blocks_a_tile(L, M, n_tiles, groups, sums, sms, smem_limit, cc, max_cl
             two = L <= TILE_SPLIT_TWO_BLOCKS_MAX_STEPS and smem <= two_block_cap
             wave = 2 * sms if two else sms
         else:
-            placed = cluster_blocks[C.bit_length() - 2]
-            wave = min(sms, placed) if placed else sms
+            wave = _cluster_room(sms, cluster_blocks[C.bit_length() - 2])
         if n_tiles * C <= wave:
             fitting.append(C)
     on_target = [C for C in fitting if -(-L // C) <= target]
@@ -343,12 +349,13 @@ def test_the_group_cluster_is_chosen_where_it_measured_faster(planner):
     ((114, 232448, 90), "114,104,96"),   # an sm_90 part with fewer SMs and other GPCs
     ((148, 232448, 100), "148,140,128"),  # a larger part
     ((132, 232448, 90), "132,66,30"),    # clusters that place poorly
+    ((132, 232448, 90), "132,-1,-1"),    # clusters of 4 and 8 do not fit at all
 ])
 @pytest.mark.parametrize("max_cluster", [1, 8])
 def test_the_rule_on_other_devices(planner, tmp_path_factory, device, counts, max_cluster):
-    """The tile split's C on sm_90+ parts other than the H200, with other cluster counts,
-    and without clusters (max_cluster = 1: an sm_80 build on an sm_90 part), against the
-    model; the shapes include the edges of each condition: the one-wave bound for C = 4
+    """The tile split's C and the group cluster's on sm_90+ parts other than the H200, with
+    other cluster counts, and without clusters (max_cluster = 1: an sm_80 build on an
+    sm_90 part), against the models; the shapes include the edges of each condition: the one-wave bound for C = 4
     (N = 1920 / 1984 at M = 9: 120 / 124 blocks), the two-block C = 1 (L = 16 / 17;
     N = 16896 / 16960: 264 / 265 tiles), the target's change at M = 8 / 9, and short k."""
     run = host_planner(tmp_path_factory, "stream_plan_check.cc")
@@ -358,22 +365,28 @@ def test_the_rule_on_other_devices(planner, tmp_path_factory, device, counts, ma
               (1, 2176, 16384), (8, 2048, 512), (9, 2048, 512), (1, 896, 896), (16, 896, 1152),
               (1, 8192, 512), (1, 4096, 1024), (16, 8192, 2048), (1, 8192, 2048),
               (1, 4096, 4096), (16, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336),
-              (12, 4864, 896), (1, 256, 512), (3, 65536, 64)]
+              (12, 4864, 896), (1, 256, 512), (3, 65536, 64), (1, 4096, 32000),
+              (4, 5120, 13824), (1, 4096, 28672)]
     cases = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem,
               cc, 0) for M, K, N in shapes]
     checked = 0
     for case, got in zip(cases, run(cases, max_cluster, counts)):
         M, K, N = case[:3]
         assert got is not None, case
-        B, T, L, smem_used, any_cut, parts, C, _, _, _ = got
+        B, T, L, smem_used, any_cut, parts, C, _, _, group_cluster = got
         n_tiles = _layout.n_pad(N) // 64
-        if not C and not any_cut:
-            continue  # stream-K cuts nothing: the rule is not asked
+        if not C and not any_cut and not group_cluster:
+            continue  # stream-K cuts nothing: the rules are not asked
         checked += 1
         want = _rule_blocks_a_tile(L, M, n_tiles, 1, 8, sms, smem, cc, max_cluster, blocks)
         assert C == want, (case, counts, max_cluster, got, want)
         if C:
             assert C <= max_cluster and B == n_tiles * C, (case, got)
+            continue
+        want = _rule_group_cluster(L, M, T // L, 1, 8, sms, smem, cc, blocks, max_cluster)
+        assert group_cluster == want, (case, counts, max_cluster, got, want)
+        if group_cluster:
+            assert group_cluster <= max_cluster and B == T // L * group_cluster, (case, got)
     assert checked > len(cases) // 2
 
 
