@@ -39,6 +39,9 @@
 //    64-column tile (a thread-block cluster on sm_90) whose warps split k and
 //    add in shared memory, then across the cluster through distributed shared
 //    memory, so no partials and no second kernel (stream_plan.h says when).
+//    Where a column group's C blocks fit one an SM, a third: the group
+//    cluster, stream-K cut exactly at the groups' edges, whose C blocks of a
+//    group are a cluster that adds its partials the same way (stream_plan.h).
 //
 // Activations (tiny at small M) are staged per block into shared memory once,
 // asynchronously, and read with ldmatrix.
