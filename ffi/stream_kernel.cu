@@ -1254,6 +1254,29 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // Host side.
 // ---------------------------------------------------------------------------
 
+// A 1-D launch of `blocks` blocks of kStreamThreads in clusters of C
+// consecutive blocks (sm_90): co-scheduled on one GPC, sharing their shared
+// memory. The launcher's and the residency query's (QueryClusterBlocks). Not
+// copyable: the config points at the attribute.
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute{};
+  cudaLaunchConfig_t config{};
+  ClusterLaunch(unsigned blocks, unsigned C, int smem_bytes, cudaStream_t stream) {
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = C;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(kStreamThreads);
+    config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
           bool kGroupRows, bool kPhases, bool kGroupCluster = false>
 cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
@@ -1262,23 +1285,13 @@ cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const Dev
       stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases, kGroupCluster>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
-  if (p.tile_split > 1 || p.tile_split < 0) {
-    // A tile's (a column group's) blocks run as one thread-block cluster
-    // (sm_90): consecutive blocks, co-scheduled on one GPC, sharing their
-    // shared memory.
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = static_cast<unsigned>(p.tile_split > 0 ? p.tile_split : -p.tile_split);
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(p.blocks));
-    config.blockDim = dim3(kStreamThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
-    config.stream = stream;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p);
+  // A tile's (the tile split) or a column group's (the group cluster, -C)
+  // blocks run as one thread-block cluster.
+  const int cluster = p.tile_split < 0 ? -p.tile_split : p.tile_split;
+  if (cluster > 1) {
+    const ClusterLaunch launch(static_cast<unsigned>(p.blocks), static_cast<unsigned>(cluster),
+                               plan.smem_bytes, stream);
+    return cudaLaunchKernelEx(&launch.config, kernel, p);
   }
   kernel<<<static_cast<unsigned>(p.blocks), kStreamThreads, plan.smem_bytes, stream>>>(p);
   return cudaGetLastError();
@@ -1385,19 +1398,9 @@ cudaError_t QueryClusterBlocks(DeviceLimits* device) {
       cluster_residency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   int blocks[3] = {0, 0, 0};
   for (int i = 0, C = 2; i < 3 && error == cudaSuccess; ++i, C *= 2) {
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = C;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(C);
-    config.blockDim = dim3(kStreamThreads);
-    config.dynamicSmemBytes = smem;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
+    const ClusterLaunch launch(C, C, smem, nullptr);
     int clusters = 0;
-    error = cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &config);
+    error = cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &launch.config);
     blocks[i] = clusters * C;
   }
   // A failed query leaves the counts unknown (the planner then assumes every SM

@@ -99,9 +99,6 @@ def pass_boundaries(rows, name_part):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_cell_arguments(p, K=4096, N=4096, copies=16)
-    p.add_argument("--min-pass-gemms", type=int, default=16,
-                   help="weights a pass, duplicates of the copies where fewer (as the bench: "
-                        "4096 x 4096 runs 29 distinct copies a pass there)")
     p.add_argument("--passes", type=int, default=4)
     p.add_argument("--wall-passes", type=int, default=64)
     p.add_argument("--out", default="/tmp/gap_trace")
