@@ -1179,9 +1179,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 // not bytes. Block (x, y) works on column group x: one thread learns how many
 // blocks cut the group (64-bit divisions: done by every thread they cost more
 // than the sums) and the block returns at once if none did. Otherwise, when
-// no group has more than kReduceSerialParts partials, each thread adds one
-// output's partials with every load issued before the first add (grid y =
-// M x 2 halves of 256 columns); when some group has more (a short GEMV cut 32
+// no group has more than kReduceSerialParts partials, each thread adds the
+// partials of kReduceRows rows of one column with every load issued before
+// the first add (grid y = ceil(M / kReduceRows) x 2 halves of 256 columns:
+// one row a block made 1,792 blocks of ~6 loads a thread at M = 16 on 8192 x
+// 28672, two waves of block latency, 7.7 us against 2.0 at M = 1; session
+// 15's probe); when some group has more (a short GEMV cut 32
 // ways), 8 threads share an output (slice s adds partials s, s + 8, ...) and
 // the slice sums are added in slice order (grid y = M x 16 chunks of 32
 // columns), so a 32-way cut costs one round trip to L2, not four. The mode is
@@ -1189,6 +1192,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 constexpr int kReduceThreads = 256;
 constexpr int kReduceSlices = 8;
 constexpr int kReduceSerialParts = 16;
+constexpr int kReduceRows = 4;  // rows a thread adds, where no group has more than 16 parts
 // Blocks per column group and row: 512 columns, 256 or 32 at a time.
 constexpr int kReduceSerialChunks = kGroupColumns / kReduceThreads;
 constexpr int kReduceSlicedChunks = kGroupColumns * kReduceSlices / kReduceThreads;
@@ -1202,7 +1206,6 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   timeline_reduce_mark(0);
   const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
   const int64_t ng = blockIdx.x;
-  const int64_t m = blockIdx.y / chunks;
   const int chunk = blockIdx.y % chunks;
   if (threadIdx.x == 0) {
     const int64_t s0 = ng * p.k_steps;
@@ -1213,39 +1216,58 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   const int parts = parts_shared;
   if (parts == 1) return;
   const bool sliced = p.reduce_sliced;
-  // Serial: chunk c < 2 holds columns 256 c + thread. Sliced: chunk c < 16
-  // holds columns 32 c + lane, slice = warp.
-  const int lane = threadIdx.x % 32;
-  const int slice = sliced ? threadIdx.x / 32 : 0;
-  const int64_t n =
-      ng * kGroupColumns + (sliced ? 32 * chunk + lane : kReduceThreads * chunk + threadIdx.x);
+  const T* bias = static_cast<const T*>(p.bias);
+  T* out = static_cast<T*>(p.out);
+  const int64_t part_stride = p.M * p.n_pad;
   // The main kernel wrote every column < n_pad of a cut group; the last group
   // may end before 512 columns, so columns >= n_pad load nothing and columns
   // >= N are summed and dropped.
+  if (!sliced) {
+    // Chunk c < 2 holds columns 256 c + thread; rows m0 .. m0 + kReduceRows - 1.
+    const int64_t m0 = static_cast<int64_t>(blockIdx.y / chunks) * kReduceRows;
+    const int64_t n = ng * kGroupColumns + kReduceThreads * chunk + threadIdx.x;
+    float v[kReduceRows][kReduceSerialParts];
+#pragma unroll
+    for (int i = 0; i < kReduceRows; ++i) {
+      const float* src = p.workspace + (m0 + i) * p.n_pad + n;
+      const bool row = m0 + i < p.M && n < p.n_pad;
+#pragma unroll
+      for (int r = 0; r < kReduceSerialParts; ++r)
+        v[i][r] = row && r < parts ? __ldcg(src + r * part_stride) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < kReduceRows; ++i) {
+      float sum = 0.f;
+#pragma unroll
+      for (int r = 0; r < kReduceSerialParts; ++r) sum += v[i][r];
+      if (m0 + i < p.M && n < p.N) store_with_bias(out, bias, m0 + i, n, p.N, sum);
+    }
+    timeline_reduce_mark(1);
+    return;
+  }
+  // Sliced: chunk c < 16 holds columns 32 c + lane, slice = warp; one row.
+  const int64_t m = blockIdx.y / chunks;
+  const int lane = threadIdx.x % 32;
+  const int slice = threadIdx.x / 32;
+  const int64_t n = ng * kGroupColumns + 32 * chunk + lane;
   const float* src = p.workspace + m * p.n_pad + n;
-  const int64_t part_stride = p.M * p.n_pad;
-  const int step = sliced ? kReduceSlices : 1;
   float sum = 0.f;
   if (n < p.n_pad) {
     float v[kReduceSerialParts];
 #pragma unroll
     for (int r = 0; r < kReduceSerialParts; ++r) {
-      const int part = slice + step * r;
+      const int part = slice + kReduceSlices * r;
       v[r] = part < parts ? __ldcg(src + part * part_stride) : 0.f;
     }
 #pragma unroll
     for (int r = 0; r < kReduceSerialParts; ++r) sum += v[r];
   }
-  const T* bias = static_cast<const T*>(p.bias);
-  T* out = static_cast<T*>(p.out);
-  if (sliced) {
-    slice_sums[slice][lane] = sum;
-    __syncthreads();
-    if (slice != 0) return;
-    sum = 0.f;
+  slice_sums[slice][lane] = sum;
+  __syncthreads();
+  if (slice != 0) return;
+  sum = 0.f;
 #pragma unroll
-    for (int s = 0; s < kReduceSlices; ++s) sum += slice_sums[s][lane];
-  }
+  for (int s = 0; s < kReduceSlices; ++s) sum += slice_sums[s][lane];
   if (n < p.N) store_with_bias(out, bias, m, n, p.N, sum);
   timeline_reduce_mark(1);
 }
@@ -1317,11 +1339,12 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
     err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
   if (err != cudaSuccess) return err;
   if (plan.any_cut) {
-    // One block row per column group (gridDim.x < 2^31: N < 2^40), and M x
-    // chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
+    // One block row per column group (gridDim.x < 2^31: N < 2^40), and row
+    // blocks x chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
+    const int64_t row_blocks = p.reduce_sliced ? p.M : ceil_div(p.M, int64_t{kReduceRows});
     const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
-                    static_cast<unsigned>(p.M * chunks));
+                    static_cast<unsigned>(row_blocks * chunks));
     if ((err = configure_shared_memory<stream_reduce_kernel<T>>(device)) != cudaSuccess)
       return err;
     stream_reduce_kernel<T><<<grid, kReduceThreads, 0, stream>>>(p);
