@@ -1193,14 +1193,19 @@ constexpr int kReduceThreads = 256;
 constexpr int kReduceSlices = 8;
 constexpr int kReduceSerialParts = 16;
 constexpr int kReduceRows = 4;  // rows a thread adds, where no group has more than 16 parts
+// Where no group has more than 8 parts the serial sums keep 8 loads a row, not
+// 16: 32 registers of loads instead of 64, so 4 blocks an SM instead of 3 and
+// 16 x 8192 x 28672's 448 blocks run in one wave.
+constexpr int kReduceShortParts = 8;
 // Blocks per column group and row: 512 columns, 256 or 32 at a time.
 constexpr int kReduceSerialChunks = kGroupColumns / kReduceThreads;
 constexpr int kReduceSlicedChunks = kGroupColumns * kReduceSlices / kReduceThreads;
 static_assert(kReduceSlices * kReduceSerialParts >= kMaxStreamParts,
               "a sliced sum must reach every partial the planner allows");
 
-template <typename T>
+template <typename T, int kSerialParts>
 __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const StreamParams p) {
+  static_assert(kSerialParts <= kReduceSerialParts, "the serial mode's most parts");
   __shared__ int parts_shared;
   __shared__ float slice_sums[kReduceSlices][kReduceThreads / kReduceSlices];
   timeline_reduce_mark(0);
@@ -1226,20 +1231,20 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
     // Chunk c < 2 holds columns 256 c + thread; rows m0 .. m0 + kReduceRows - 1.
     const int64_t m0 = static_cast<int64_t>(blockIdx.y / chunks) * kReduceRows;
     const int64_t n = ng * kGroupColumns + kReduceThreads * chunk + threadIdx.x;
-    float v[kReduceRows][kReduceSerialParts];
+    float v[kReduceRows][kSerialParts];
 #pragma unroll
     for (int i = 0; i < kReduceRows; ++i) {
       const float* src = p.workspace + (m0 + i) * p.n_pad + n;
       const bool row = m0 + i < p.M && n < p.n_pad;
 #pragma unroll
-      for (int r = 0; r < kReduceSerialParts; ++r)
+      for (int r = 0; r < kSerialParts; ++r)
         v[i][r] = row && r < parts ? __ldcg(src + r * part_stride) : 0.f;
     }
 #pragma unroll
     for (int i = 0; i < kReduceRows; ++i) {
       float sum = 0.f;
 #pragma unroll
-      for (int r = 0; r < kReduceSerialParts; ++r) sum += v[i][r];
+      for (int r = 0; r < kSerialParts; ++r) sum += v[i][r];
       if (m0 + i < p.M && n < p.N) store_with_bias(out, bias, m0 + i, n, p.N, sum);
     }
     timeline_reduce_mark(1);
@@ -1319,6 +1324,16 @@ cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const Dev
   return cudaGetLastError();
 }
 
+template <typename T, int kSerialParts>
+cudaError_t launch_reduce(const StreamParams& p, dim3 grid, const DeviceLimits& device,
+                          cudaStream_t stream) {
+  constexpr auto kernel = stream_reduce_kernel<T, kSerialParts>;
+  cudaError_t err = configure_shared_memory<kernel>(device);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, kReduceThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
 cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                           cudaStream_t stream) {
@@ -1345,10 +1360,9 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
     const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
                     static_cast<unsigned>(row_blocks * chunks));
-    if ((err = configure_shared_memory<stream_reduce_kernel<T>>(device)) != cudaSuccess)
-      return err;
-    stream_reduce_kernel<T><<<grid, kReduceThreads, 0, stream>>>(p);
-    err = cudaGetLastError();
+    err = plan.max_parts <= kReduceShortParts
+              ? launch_reduce<T, kReduceShortParts>(p, grid, device, stream)
+              : launch_reduce<T, kReduceSerialParts>(p, grid, device, stream);
   }
   return err;
 }
@@ -1401,9 +1415,10 @@ static bool cluster_code_loaded(const DeviceLimits& device) {
   static std::atomic<int> known[kMaxCachedDevices];
   return cached_per_device(known, device.ordinal, [] {
     cudaFuncAttributes attributes{};
-    const bool loaded = cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half>) ==
-                            cudaSuccess &&
-                        attributes.ptxVersion >= 90;
+    const bool loaded =
+        cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half, kReduceSerialParts>) ==
+            cudaSuccess &&
+        attributes.ptxVersion >= 90;
     if (!loaded) cudaGetLastError();  // not an error of the launch to come
     return loaded;
   });
