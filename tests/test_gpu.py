@@ -381,6 +381,23 @@ def test_split_k_is_bitwise_deterministic(rng, split_k, dtype):
     assert_close(first, oracle64(np.asarray(a), case), act)
 
 
+# The reduce kernel has three modes, chosen by the plan's most parts a column group:
+# up to 8 (the 8-load rows; PATHS' splits of 2 and 5), 9 to 16 (the 16-load rows) and
+# more (8 threads an output, the sliced sums).
+@pytest.mark.parametrize("split_k", [12, 24])
+@pytest.mark.parametrize("M", [5, 16])
+def test_the_reduce_kernel_past_8_parts(rng, split_k, M):
+    act = HALF["f16"]
+    case = make_case(rng, N=1100, K=4100, block_size=128, scale_dtype=act)
+    w = case.prepare()
+    a = activations(rng, (M, 4100), act)
+    b = activations(rng, (1100,), act)
+    plan = ops.stream_plan(M, w, act, split_k=split_k)
+    assert plan["max_parts"] == split_k and plan["tile_split"] == 0, plan
+    assert_fused_right_and_reproducible(jnp.asarray(a), w, jnp.asarray(b), oracle64(a, case, b),
+                                        act, split_k=split_k)
+
+
 @pytest.mark.parametrize("impl", ["auto", "fused"])
 def test_large_m(rng, impl):
     case = make_case(rng, N=520, K=1000, block_size=128)
