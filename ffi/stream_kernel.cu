@@ -103,9 +103,14 @@ __device__ __forceinline__ void timeline_reduce_mark(int which) {
   const unsigned block = blockIdx.x + gridDim.x * blockIdx.y;
   if (threadIdx.x == 0 && block < kTimelineBlocks) g_timeline.reduce_ns[block][which] = global_ns();
 }
+__device__ __forceinline__ void timeline_step(int i) {
+  if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks && i < kTimelineSteps)
+    g_timeline.step_ns[blockIdx.x][i] = global_ns();
+}
 #else
 __device__ __forceinline__ void timeline_mark(StreamMark) {}
 __device__ __forceinline__ void timeline_reduce_mark(int) {}
+__device__ __forceinline__ void timeline_step(int) {}
 #endif
 
 // kTileSplit: the grid for shapes with few column groups (a 4096-column
@@ -1012,6 +1017,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     for (int i = 0; i < n_steps; ++i, a_step += a_lane_step, step_sums += sums_step_bytes) {
       run_step(i, a_step, step_sums);
       if (i == 0) timeline_mark(kMarkFirstStep);
+      timeline_step(i);
     }
   }
   // The last steps' refills were zero-fills of nothing; let them land before

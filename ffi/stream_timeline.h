@@ -24,6 +24,10 @@ enum StreamMark : int {
   kStreamMarks
 };
 constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
+// Warp 0's end of each of its first kTimelineSteps steps (stream-K and the group
+// cluster: a block's steps are one run), so the probe can tell a block that
+// started late from one that streamed slower (the GEMV's tail, NOTES session 16).
+constexpr int kTimelineSteps = 48;
 
 struct StreamTimeline {
   unsigned long long main_ns[kTimelineBlocks][kStreamMarks];  // 0: not reached
@@ -31,6 +35,7 @@ struct StreamTimeline {
   // block, where %globaltimer may tick coarsely (~1 us on some parts).
   long long main_clock[kTimelineBlocks][kStreamMarks];
   unsigned main_sm[kTimelineBlocks];
+  unsigned long long step_ns[kTimelineBlocks][kTimelineSteps];  // 0: not reached
   unsigned long long reduce_ns[kTimelineBlocks][2];  // entry, exit (linear block index)
 };
 

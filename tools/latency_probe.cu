@@ -300,6 +300,58 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 }
 
 #ifdef JAX_MARLIN_STREAM_TIMELINE
+// Warp 0's step ends (StreamTimeline::step_ns): whether the blocks that end last
+// started late or streamed slower, and how the GPU's step rate falls in the
+// tail. Blocks ranked by loop end; for the first, middle and last tenth, the
+// mean end of the first step and the mean time a step after it. Then, a
+// microsecond at a time from 4 us before the median loop end, the blocks still
+// streaming and the steps that ended (every block's, as far as recorded).
+void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
+  struct BlockSteps {
+    double first, per_step, end;
+    int steps;
+  };
+  std::vector<BlockSteps> blocks;
+  std::vector<double> step_ends;
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
+    if (t.main_ns[b][jax_marlin::kMarkEntry] == 0 || end == 0) continue;
+    int n = 0;
+    while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+    for (int i = 0; i < n; ++i) step_ends.push_back((t.step_ns[b][i] - t0) / 1e3);
+    if (n < 2) continue;
+    blocks.push_back({(t.step_ns[b][0] - t0) / 1e3,
+                      (t.step_ns[b][n - 1] - t.step_ns[b][0]) / 1e3 / (n - 1), (end - t0) / 1e3,
+                      n});
+  }
+  if (blocks.size() < 10) return;
+  std::sort(blocks.begin(), blocks.end(),
+            [](const BlockSteps& x, const BlockSteps& y) { return x.end < y.end; });
+  const size_t tenth = blocks.size() / 10;
+  std::printf("%27s", "steps by loop end:");
+  const char* names[] = {"first tenth", "middle tenth", "last tenth"};
+  const size_t starts[] = {0, blocks.size() / 2 - tenth / 2, blocks.size() - tenth};
+  for (int g = 0; g < 3; ++g) {
+    double first = 0, per_step = 0, steps = 0;
+    for (size_t i = starts[g]; i < starts[g] + tenth; ++i) {
+      first += blocks[i].first;
+      per_step += blocks[i].per_step;
+      steps += blocks[i].steps;
+    }
+    std::printf("  %s: first step %.2f us, %.3f us a step after it (%.1f steps)", names[g],
+                first / tenth, per_step / tenth, steps / tenth);
+  }
+  const double median_end = blocks[blocks.size() / 2].end, last_end = blocks.back().end;
+  std::printf("\n%27s", "from median end - 4 us:");
+  for (double at = median_end - 4; at < last_end; at += 1) {
+    int streaming = 0, ended = 0;
+    for (const BlockSteps& b : blocks) streaming += b.first <= at && at < b.end;
+    for (double e : step_ends) ended += at <= e && e < at + 1;
+    std::printf(" %+.0f: %d blocks, %d steps;", at - median_end, streaming, ended);
+  }
+  std::printf("\n");
+}
+
 // `call` captured into a graph, replayed three times, then once more with the
 // stamps cleared: microseconds from the first block's entry to each mark
 // (median and last over the blocks that reached it), the blocks' spread of
@@ -387,6 +439,7 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
               " SMs of 1 / 2 / 3+ blocks: %.2f / %.2f / %.2f us\n",
               "placement:", sms_with[0], sms_with[1], sms_with[2], sms_with[3], last_end[1],
               last_end[2], last_end[3]);
+  print_steps(t, t0);
 }
 #endif
 
