@@ -100,11 +100,20 @@ constexpr int kWgMaxSplits = 16;
 // of them along gridDim.y (M <= kWgmmaMaxM). 256 rows take 128
 // accumulators a thread (242 registers, no spill: one block an SM) and a
 // 223 KB ring, within sm_90's 227 KB.
+// -DJAX_MARLIN_WGMMA_MAX_ROWS=128 caps the rows at 128 (M > 128 then runs
+// 128-row blocks along gridDim.y), to time the split of rows against the
+// doubled dequantization where the columns alone make a small grid (4096 x
+// 4096 at M = 256: 32 column blocks).
+#ifndef JAX_MARLIN_WGMMA_MAX_ROWS
+#define JAX_MARLIN_WGMMA_MAX_ROWS 256
+#endif
+static_assert(JAX_MARLIN_WGMMA_MAX_ROWS == 128 || JAX_MARLIN_WGMMA_MAX_ROWS == 256,
+              "the wgmma kernel's largest block: 128 or 256 rows");
 inline int wgmma_rows(int64_t M) {
   if (M <= 32) return 32;
   if (M <= 64) return 64;
   if (M <= 128) return 128;
-  return 256;
+  return JAX_MARLIN_WGMMA_MAX_ROWS;
 }
 
 inline int wgmma_smem_bytes(int rows) {
