@@ -1008,8 +1008,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       const int end = min(first + phase, n_steps);
       uint32_t a_step = a_lane + a_slot * a_lane_step;
       uint32_t step_sums = sums_base + a_slot * sums_step_bytes;
-      for (int i = first; i < end; ++i, a_step += a_lane_step, step_sums += sums_step_bytes)
+      for (int i = first; i < end; ++i, a_step += a_lane_step, step_sums += sums_step_bytes) {
         run_step(i, a_step, step_sums);
+        if (i == 0) timeline_mark(kMarkFirstStep);
+        timeline_step(i);
+      }
     }
   } else {
     uint32_t a_step = a_lane + (s_begin - stage_begin) * a_lane_step;
@@ -1200,10 +1203,11 @@ constexpr int kReduceSlices = 8;
 constexpr int kReduceSerialParts = 16;
 constexpr int kReduceRows = 4;  // rows a thread adds, where no group has more than 16 parts
 // Where no group has more than 8 parts the serial sums keep 8 loads a row, not
-// 16: 32 registers of loads instead of 64, so 4 blocks an SM instead of 3 and
-// 16 x 8192 x 28672's 448 blocks run in one wave.
+// 16: 48 registers instead of 80, so 5 blocks an SM instead of 3 and 16 x 8192
+// x 28672's 448 blocks run in one wave (session 16: 5.3 -> 3.5 us).
 constexpr int kReduceShortParts = 8;
-// Blocks per column group and row: 512 columns, 256 or 32 at a time.
+// Blocks per column group and row block (kReduceRows rows serial, one sliced):
+// 512 columns, 256 or 32 at a time.
 constexpr int kReduceSerialChunks = kGroupColumns / kReduceThreads;
 constexpr int kReduceSlicedChunks = kGroupColumns * kReduceSlices / kReduceThreads;
 static_assert(kReduceSlices * kReduceSerialParts >= kMaxStreamParts,

@@ -24,9 +24,10 @@ enum StreamMark : int {
   kStreamMarks
 };
 constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
-// Warp 0's end of each of its first kTimelineSteps steps (stream-K and the group
-// cluster: a block's steps are one run), so the probe can tell a block that
-// started late from one that streamed slower (the GEMV's tail, NOTES session 16).
+// Warp 0's end of each of its first kTimelineSteps steps (every grid; with A in
+// phases too), so the probe can tell a block that started late from one that
+// streamed slower (the GEMV's tail, NOTES session 16). %globaltimer may tick at
+// ~1 us, coarse beside a step: read means over many blocks, not one block.
 constexpr int kTimelineSteps = 48;
 
 struct StreamTimeline {

@@ -382,12 +382,13 @@ def test_split_k_is_bitwise_deterministic(rng, split_k, dtype):
 
 
 # The reduce kernel has three modes, chosen by the plan's most parts a column group:
-# up to 8 (the 8-load rows; PATHS' splits of 2 and 5), 9 to 16 (the 16-load rows) and
-# more (8 threads an output, the sliced sums).
-@pytest.mark.parametrize("split_k", [12, 24])
+# up to 8 (the 8-load rows; PATHS' splits of 2 and 5), 9 to 16 (the 16-load rows: 9,
+# the first past the 8-load rows, and 12) and more (8 threads an output, the sliced sums).
+@pytest.mark.parametrize("split_k", [9, 12, 24])
 @pytest.mark.parametrize("M", [5, 16])
-def test_the_reduce_kernel_past_8_parts(rng, split_k, M):
-    act = HALF["f16"]
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_reduce_kernel_past_8_parts(rng, split_k, M, dtype):
+    act = HALF[dtype]
     case = make_case(rng, N=1100, K=4100, block_size=128, scale_dtype=act)
     w = case.prepare()
     a = activations(rng, (M, 4100), act)

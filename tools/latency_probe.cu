@@ -304,27 +304,34 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 // started late or streamed slower, and how the GPU's step rate falls in the
 // tail. Blocks ranked by loop end; for the first, middle and last tenth, the
 // mean end of the first step and the mean time a step after it. Then, a
-// microsecond at a time from 4 us before the median loop end, the blocks still
-// streaming and the steps that ended (every block's, as far as recorded).
+// microsecond at a time from 4 us before the median loop end, the blocks running
+// (entered, loop not ended) and the steps that ended (every block's, as far as
+// stamped).
 void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   struct BlockSteps {
-    double first, per_step, end;
+    double entry, first, per_step, end;
     int steps;
   };
   std::vector<BlockSteps> blocks;
   std::vector<double> step_ends;
+  bool truncated = false;  // a block with more steps than were stamped
   for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
     const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
-    if (t.main_ns[b][jax_marlin::kMarkEntry] == 0 || end == 0) continue;
+    if (entry == 0 || end == 0) continue;
     int n = 0;
     while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+    truncated = truncated || n == jax_marlin::kTimelineSteps;
     for (int i = 0; i < n; ++i) step_ends.push_back((t.step_ns[b][i] - t0) / 1e3);
     if (n < 2) continue;
-    blocks.push_back({(t.step_ns[b][0] - t0) / 1e3,
+    blocks.push_back({(entry - t0) / 1e3, (t.step_ns[b][0] - t0) / 1e3,
                       (t.step_ns[b][n - 1] - t.step_ns[b][0]) / 1e3 / (n - 1), (end - t0) / 1e3,
                       n});
   }
-  if (blocks.size() < 10) return;
+  if (blocks.size() < 10) {
+    std::printf("%27s fewer than 10 blocks with 2 or more step stamps\n", "steps:");
+    return;
+  }
   std::sort(blocks.begin(), blocks.end(),
             [](const BlockSteps& x, const BlockSteps& y) { return x.end < y.end; });
   const size_t tenth = blocks.size() / 10;
@@ -344,12 +351,12 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   const double median_end = blocks[blocks.size() / 2].end, last_end = blocks.back().end;
   std::printf("\n%27s", "from median end - 4 us:");
   for (double at = median_end - 4; at < last_end; at += 1) {
-    int streaming = 0, ended = 0;
-    for (const BlockSteps& b : blocks) streaming += b.first <= at && at < b.end;
+    int running = 0, ended = 0;
+    for (const BlockSteps& b : blocks) running += b.entry <= at && at < b.end;
     for (double e : step_ends) ended += at <= e && e < at + 1;
-    std::printf(" %+.0f: %d blocks, %d steps;", at - median_end, streaming, ended);
+    std::printf(" %+.0f: %d blocks, %d steps;", at - median_end, running, ended);
   }
-  std::printf("\n");
+  std::printf("%s\n", truncated ? " (blocks past the stamped steps: counts are short)" : "");
 }
 
 // `call` captured into a graph, replayed three times, then once more with the
