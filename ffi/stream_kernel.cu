@@ -1050,6 +1050,26 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
     return sums;
   };
+#if __CUDA_ARCH__ >= 900
+  // The cluster epilogues' two halves (the tile split's and the group
+  // cluster's). A quad of outputs for `owner`'s inbox `slot`: a store where
+  // this block owns it, else one st.async of 16 bytes counted on the owner's
+  // barrier. And the C totals an owner received for output `offset` of its
+  // slice, added in rank order (the same sums every run).
+  auto deliver_quad = [&](uint32_t slot, int owner, int rank, float4 v, uint32_t barrier) {
+    if (owner == rank)
+      *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
+    else
+      st_async_16(peer_shared_address(slot, owner), v, peer_shared_address(barrier, owner));
+  };
+  auto received_total = [&](const float* received, int slot_floats, int offset, int C) {
+    float v = 0.f;
+#pragma unroll
+    for (int c = 0; c < kTileSplitMaxCluster; ++c)
+      if (c < C) v += received[c * slot_floats + offset];
+    return v;
+  };
+#endif
   if constexpr (kTileSplit) {
     // Every output then adds the eight warps' values in warp order, so the
     // sum is the same every run.
@@ -1077,11 +1097,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       // pushes each quad to its slice's owner, into the owner's inbox slot for
       // this block: one st.async of 16 bytes, counted on the owner's barrier.
       // Then each block waits for its C - 1 peers' bytes and adds the C totals
-      // in rank order (the same sums every run). A peer's push is one one-way trip through the cluster; pulling
-      // the totals needed a cluster barrier first (with a MEMBAR.ALL.GPU: its
-      // release waits for every store of the block), the remote loads' round
-      // trip, and a second barrier so that no block exits while a peer still
-      // reads it. The kernels' timestamps put 1.4-1.5 us between the loop's
+      // in rank order (the same sums every run). A peer's push is one one-way
+      // trip through the cluster; pulling the totals needed a cluster barrier
+      // first (with a MEMBAR.ALL.GPU: its release waits for every store of
+      // the block), the remote loads' round trip, and a second barrier so that
+      // no block exits while a peer still reads it. The kernels' timestamps put 1.4-1.5 us between the loop's
       // end and the exit of the pulling kernels at C = 2, 0.36 us at C = 1
       // (session 13, call 2). Nothing reads a block's shared memory from
       // outside now, and its inbox has received every byte before it exits,
@@ -1106,23 +1126,15 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           v.w += s.w;
         }
         const int owner = tile_quad_owner(q, n_quads, C);
-        const uint32_t slot =
-            inbox + 4 * (rank * slot_floats + idx - 4 * tile_quad_first(owner, n_quads, C));
-        if (owner == rank)
-          *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
-        else
-          st_async_16(peer_shared_address(slot, owner), v, peer_shared_address(inbox_bar, owner));
+        deliver_quad(
+            inbox + 4 * (rank * slot_floats + idx - 4 * tile_quad_first(owner, n_quads, C)),
+            owner, rank, v, inbox_bar);
       }
       __syncthreads();  // this block's own slot
       mbarrier_wait_cluster(inbox_bar, 0);
       const float* received = reinterpret_cast<const float*>(smem + (inbox - smem_base));
-      for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads) {
-        float v = 0.f;
-#pragma unroll
-        for (int c = 0; c < kTileSplitMaxCluster; ++c)
-          if (c < C) v += received[c * slot_floats + idx - first];
-        store(idx, v);
-      }
+      for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads)
+        store(idx, received_total(received, slot_floats, idx - first, C));
 #else
       __trap();  // never planned: cluster_code_loaded() is false for this code
 #endif
@@ -1150,13 +1162,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       const float4 v = *reinterpret_cast<const float4*>(sums + m * 64 + 4 * c);
       const int q = m * (kGroupColumns / 4) + warp * 16 + c;
       const int owner = tile_quad_owner(q, group_quads, C);
-      const uint32_t slot =
-          inbox +
-          16 * (rank * (group_slot_floats / 4) + q - tile_quad_first(owner, group_quads, C));
-      if (owner == rank)
-        *reinterpret_cast<float4*>(smem + (slot - smem_base)) = v;
-      else
-        st_async_16(peer_shared_address(slot, owner), v, peer_shared_address(inbox_barrier, owner));
+      deliver_quad(inbox + 16 * (rank * (group_slot_floats / 4) + q -
+                                 tile_quad_first(owner, group_quads, C)),
+                   owner, rank, v, inbox_barrier);
     }
     __syncthreads();  // this block's own slot
     mbarrier_wait_cluster(inbox_barrier, 0);
@@ -1165,10 +1173,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     const int slice_end = 4 * tile_quad_first(rank + 1, group_quads, C);
     const int64_t n_group = static_cast<int64_t>(blockIdx.x / C) * kGroupColumns;
     for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads) {
-      float v = 0.f;
-#pragma unroll
-      for (int c = 0; c < kTileSplitMaxCluster; ++c)
-        if (c < C) v += received[c * group_slot_floats + idx - first];
+      const float v = received_total(received, group_slot_floats, idx - first, C);
       const int64_t n = n_group + idx % kGroupColumns;
       if (n < p.N) store_with_bias(out, bias, idx / kGroupColumns, n, p.N, v);
     }
