@@ -412,20 +412,48 @@ __global__ void __launch_bounds__(kThreads, TileConfig<kMTiles>::kMinBlocksPerSM
 
 // Split-K epilogue: out[m, n] = T(((p_0 + p_1) + ... + p_{S-1}) + bias[n]),
 // always in split order, so repeated runs are bitwise identical.
+// The partials sit in L2 (the GEMM kernel wrote them just before), so the cost
+// is latency: a thread adds 4 columns of one row, each split one 16-byte load,
+// and issues kSplitLoads splits' loads before the first add. One column a
+// thread with a load-add chain took 6.9 us for 4 splits of 256 x 4096
+// (session 17: a 64-bit division and four serial L2 round trips an output).
+// Columns N .. n_pad - 1 of a row are read (the row is n_pad long: n_pad is a
+// multiple of kUnitN, so every quad is in bounds and 16-byte aligned) and dropped.
+constexpr int kSplitLoads = 8;
+
 template <typename T>
 __global__ void __launch_bounds__(256)
     splitk_reduce_kernel(const float* __restrict__ workspace, const T* __restrict__ bias,
                          T* __restrict__ out, int64_t M, int64_t N, int64_t n_pad, int splits) {
-  const int64_t total = M * N;
+  const int64_t quads = n_pad / 4;
+  const int64_t total = M * quads;
   const int64_t split_stride = M * n_pad;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t m = idx / N;
-    const int64_t n = idx - m * N;
+    const int64_t m = idx / quads;
+    const int64_t n = 4 * (idx - m * quads);
     const float* src = workspace + m * n_pad + n;
-    float sum = src[0];
-    for (int s = 1; s < splits; ++s) sum += src[s * split_stride];
-    store_with_bias(out, bias, m, n, N, sum);
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < splits; s0 += kSplitLoads) {
+      float4 v[kSplitLoads];
+#pragma unroll
+      for (int s = 0; s < kSplitLoads; ++s)
+        if (s0 + s < splits)
+          v[s] = __ldcg(reinterpret_cast<const float4*>(src + (s0 + s) * split_stride));
+#pragma unroll
+      for (int s = 0; s < kSplitLoads; ++s) {
+        if (s0 + s >= splits) break;
+        // Split 0 is taken as it is (0 + p_0 would turn a -0 into +0).
+        sum.x = s0 + s == 0 ? v[s].x : sum.x + v[s].x;
+        sum.y = s0 + s == 0 ? v[s].y : sum.y + v[s].y;
+        sum.z = s0 + s == 0 ? v[s].z : sum.z + v[s].z;
+        sum.w = s0 + s == 0 ? v[s].w : sum.w + v[s].w;
+      }
+    }
+    const float c[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (n + e < N) store_with_bias(out, bias, m, n + e, N, c[e]);
   }
 }
 
@@ -558,7 +586,7 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const DeviceLimits&
 
 cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& device,
                                int splits, cudaStream_t stream) {
-  const int64_t total = args.M * args.N;
+  const int64_t total = args.M * (args.n_pad / 4);  // a thread a quad of columns
   const auto blocks = static_cast<unsigned>(
       std::min<int64_t>(ceil_div(total, 256), int64_t{std::max(1, device.sm_count)} * 16));
   return with_activation_type(args.dtype, [&](auto act) {

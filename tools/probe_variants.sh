@@ -9,12 +9,15 @@
 # Logs: $OUT/probe_<name>_r<k>.txt.
 #   PROBE_ROUNDS=2 bash tools/probe_variants.sh      (carry=[".variants"])
 #   PROBE_ARGS=small ...: the small decoders' shapes (tools/latency_probe.cu)
+#   PROBE_NAMES="main r128": run only these (all are built); PROBE_BUILD=0: reuse the probes an
+#   earlier run in the same device call built (another PROBE_ARGS, no second build)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"
-names=$(ls .variants)
+names=${PROBE_NAMES:-$(ls .variants)}  # the ones run; every variant is built
 flags=(-std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a)
-for n in $names; do
+for n in $(ls .variants); do
+  [ "${PROBE_BUILD:-1}" = 0 ] && break
   obj="/tmp/probe_obj/$n"; rm -rf "$obj"; mkdir -p "$obj"
   # shellcheck disable=SC2207  # the flags are split on purpose
   extra=($(cat ".variants/$n/CUDA_FLAGS" 2>/dev/null))
