@@ -447,6 +447,24 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
               "placement:", sms_with[0], sms_with[1], sms_with[2], sms_with[3], last_end[1],
               last_end[2], last_end[3]);
   print_steps(t, t0);
+  // PROBE_BLOCK_DUMP=file: every block's SM, entry, first step end, steps stamped
+  // and loop end (us from the first entry), appended, so that several processes'
+  // runs can be compared: whether the blocks that end last sit on the same SMs.
+  if (const char* path = std::getenv("PROBE_BLOCK_DUMP")) {
+    if (FILE* f = std::fopen(path, "a")) {
+      for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+        const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
+        const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
+        if (entry == 0 || end == 0) continue;
+        int n = 0;
+        while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+        std::fprintf(f, "%s %d %u %.3f %.3f %d %.3f\n", label, b, t.main_sm[b],
+                     (entry - t0) / 1e3, n ? (t.step_ns[b][0] - t0) / 1e3 : 0.0, n,
+                     (end - t0) / 1e3);
+      }
+      std::fclose(f);
+    }
+  }
 }
 #endif
 
