@@ -307,6 +307,20 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 // microsecond at a time from 4 us before the median loop end, the blocks running
 // (entered, loop not ended) and the steps that ended (every block's, as far as
 // stamped).
+// Calls f(b, entry, loop end, steps stamped) for each block that entered and left
+// its step loop (warp 0 stamps at most kTimelineSteps steps).
+template <typename F>
+void for_each_ended_block(const jax_marlin::StreamTimeline& t, F&& f) {
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
+    const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
+    if (entry == 0 || end == 0) continue;
+    int n = 0;
+    while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+    f(b, entry, end, n);
+  }
+}
+
 void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   struct BlockSteps {
     double entry, first, per_step, end;
@@ -315,19 +329,14 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   std::vector<BlockSteps> blocks;
   std::vector<double> step_ends;
   bool truncated = false;  // a block with more steps than were stamped
-  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
-    const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
-    const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
-    if (entry == 0 || end == 0) continue;
-    int n = 0;
-    while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+  for_each_ended_block(t, [&](int b, unsigned long long entry, unsigned long long end, int n) {
     truncated = truncated || n == jax_marlin::kTimelineSteps;
     for (int i = 0; i < n; ++i) step_ends.push_back((t.step_ns[b][i] - t0) / 1e3);
-    if (n < 2) continue;
+    if (n < 2) return;
     blocks.push_back({(entry - t0) / 1e3, (t.step_ns[b][0] - t0) / 1e3,
                       (t.step_ns[b][n - 1] - t.step_ns[b][0]) / 1e3 / (n - 1), (end - t0) / 1e3,
                       n});
-  }
+  });
   if (blocks.size() < 10) {
     std::printf("%27s fewer than 10 blocks with 2 or more step stamps\n", "steps:");
     return;
@@ -452,16 +461,11 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
   // runs can be compared: whether the blocks that end last sit on the same SMs.
   if (const char* path = std::getenv("PROBE_BLOCK_DUMP")) {
     if (FILE* f = std::fopen(path, "a")) {
-      for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
-        const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
-        const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
-        if (entry == 0 || end == 0) continue;
-        int n = 0;
-        while (n < jax_marlin::kTimelineSteps && t.step_ns[b][n] != 0) ++n;
+      for_each_ended_block(t, [&](int b, unsigned long long entry, unsigned long long end, int n) {
         std::fprintf(f, "%s %d %u %.3f %.3f %d %.3f\n", label, b, t.main_sm[b],
                      (entry - t0) / 1e3, n ? (t.step_ns[b][0] - t0) / 1e3 : 0.0, n,
                      (end - t0) / 1e3);
-      }
+      });
       std::fclose(f);
     }
   }
