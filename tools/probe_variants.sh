@@ -14,10 +14,10 @@
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"
-names=${PROBE_NAMES:-$(ls .variants)}  # the ones run; every variant is built
+names=${PROBE_NAMES:-$(ls .variants)}              # the ones run
+builds=$([ "${PROBE_BUILD:-1}" = 0 ] || ls .variants)  # every variant, unless PROBE_BUILD=0
 flags=(-std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a)
-for n in $(ls .variants); do
-  [ "${PROBE_BUILD:-1}" = 0 ] && break
+for n in $builds; do
   obj="/tmp/probe_obj/$n"; rm -rf "$obj"; mkdir -p "$obj"
   # shellcheck disable=SC2207  # the flags are split on purpose
   extra=($(cat ".variants/$n/CUDA_FLAGS" 2>/dev/null))
