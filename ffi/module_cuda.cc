@@ -82,6 +82,7 @@ NB_MODULE(_cuda, m) {
     plan["splits"] = info.splits;
     plan["stages_per_split"] = info.stages_per_split;
     plan["smem_bytes"] = info.smem_bytes;
+    plan["cluster_k"] = info.cluster_k != 0;
     return plan;
   });
 }

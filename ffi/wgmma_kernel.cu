@@ -53,6 +53,7 @@ struct WgmmaParams : GemmOperands {
   int stages;     // ceil(kt_total / 4)
   int stages_per_split;  // blockIdx.z's stages: [z, z + 1) * stages_per_split
   int num_splits;
+  int cluster_k;  // 1: blockIdx.z = 0, 1 are a cluster adding on chip (num_splits = 2)
 };
 
 // ---------------------------------------------------------------------------
@@ -344,6 +345,61 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   // With a k-split the fp32 partial goes to the workspace (every column of the
   // tile is < n_pad) and LaunchSplitKReduce adds the splits and the bias.
   const int tile = tile0 + wg;
+#if __CUDA_ARCH__ >= 900
+  if (p.cluster_k) {
+    // The k-split's two blocks of this tile pair are a cluster (1, 1, 2): every
+    // thread of both holds the same outputs (same tiles, same rows, its half of
+    // k). Rank r keeps rows m0 + [r kRows / 2, (r + 1) kRows / 2), i.e. d[i]
+    // for i in [r kHalf, (r + 1) kHalf), and sends the other half into its
+    // peer's ring, chunk c of 4 values at (c x threads + tid) x 16 bytes: a
+    // warp's 16-byte stores are consecutive. The sum is rank 0's + rank 1's
+    // whoever adds it (fp32 addition commutes): the bits of the reduce kernel.
+    constexpr int kHalf = kRows / 4;
+    static_assert(kHalf % 4 == 0 && kHalf * 4 * kWgThreads <= Cfg::kSmemBytes - 1024,
+                  "the peer's half fits the ring");
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    // The peer's ring is free once its last wgmma and copy completed (both
+    // waited for above, before this arrive).
+    asm volatile("barrier.cluster.arrive;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait;\n" ::: "memory");
+    const uint32_t peer = peer_shared_address(smem_base, rank ^ 1u);
+#pragma unroll
+    for (int c = 0; c < kHalf / 4; ++c) {
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = rank ? d[4 * c + e] : d[kHalf + 4 * c + e];
+      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       peer + (c * kWgThreads + tid) * 16),
+                   "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                   : "memory");
+    }
+    asm volatile("barrier.cluster.arrive;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait;\n" ::: "memory");
+    if (tile < p.n_tiles) {
+      T* out = static_cast<T*>(p.out);
+      const T* bias = static_cast<const T*>(p.bias);
+#pragma unroll
+      for (int c = 0; c < kHalf / 4; ++c) {
+        const uint4 got = lds_128(smem_base + (c * kWgThreads + tid) * 16);
+        const float peer_v[4] = {__uint_as_float(got.x), __uint_as_float(got.y),
+                                 __uint_as_float(got.z), __uint_as_float(got.w)};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = 4 * c + e;  // of the kept half
+          const float own = rank ? d[kHalf + i] : d[i];
+          const float sum = rank ? peer_v[e] + own : own + peer_v[e];
+          const int k = i + (rank ? kHalf : 0);
+          const int64_t m = m0 + 8 * (k >> 2) + 2 * q + (k & 1);
+          const int64_t n =
+              static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((k >> 1) & 1);
+          if (m < p.M && n < p.N) store_with_bias(out, bias, m, n, p.N, sum);
+        }
+      }
+    }
+    return;
+  }
+#endif
   if (tile < p.n_tiles) {
     T* out = static_cast<T*>(p.out);
     const T* bias = static_cast<const T*>(p.bias);
@@ -384,6 +440,21 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
                   static_cast<unsigned>(plan.splits));
+  if (p.cluster_k) {  // the two splits of a tile pair: one cluster
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = 1;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 2;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(kWgThreads);
+    config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+  }
   kernel<<<grid, kWgThreads, plan.smem_bytes, stream>>>(p);
   return cudaGetLastError();
 }
@@ -450,13 +521,15 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
   const WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
+  p.cluster_k = plan.cluster_k;
   const cudaError_t err = with_activation_type(args.dtype, [&](auto act) {
     return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
       return launch_zero_points<decltype(act), decltype(zp)::value>(p, plan, device, stream);
     });
   });
   if (err != cudaSuccess) return err;
-  return plan.splits > 1 ? LaunchSplitKReduce(args, device, plan.splits, stream) : cudaSuccess;
+  return plan.splits > 1 && !plan.cluster_k ? LaunchSplitKReduce(args, device, plan.splits, stream)
+                                             : cudaSuccess;
 }
 
 }  // namespace jax_marlin

@@ -31,9 +31,11 @@ struct WgmmaGridInfo {
   int rows;              // activation rows a block (wgmma N): 32, 64, 128 or 256
   int64_t n_blocks;      // gridDim.x: pairs of 64-column tiles
   int64_t m_blocks;      // gridDim.y: blocks of `rows` rows
-  int splits;            // gridDim.z: k-splits (> 1: fp32 partials and the reduce kernel)
+  int splits;            // gridDim.z: k-splits (> 1: fp32 partials and the reduce kernel,
+                         // or with cluster_k the two splits' sum on chip)
   int stages_per_split;  // stages of 64 of k a split (the last may have fewer)
   int smem_bytes;        // dynamic shared memory a block
+  int cluster_k;         // 1: the 2 splits of a tile are a cluster that adds on chip (no reduce)
 };
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info);
 

@@ -104,6 +104,15 @@ constexpr int kWgMaxSplits = 16;
 // 128-row blocks along gridDim.y), to time the split of rows against the
 // doubled dequantization where the columns alone make a small grid (4096 x
 // 4096 at M = 256: 32 column blocks).
+// The on-chip k-split (JAX_MARLIN_WGMMA_CLUSTER_K, on unless built with
+// -DJAX_MARLIN_WGMMA_CLUSTER_K=0): a k-split in two runs as clusters of 2
+// blocks along gridDim.z that add their fp32 halves through distributed shared
+// memory, so no partials reach the workspace and no reduce kernel runs
+// (wgmma_kernel.cu's epilogue). Session 18 on an H200 at M = 256: 4096 x 4096
+// 22.7 -> 19.1 us, 8192 x 8192 59.2 -> 54.3, no shape slower.
+#ifndef JAX_MARLIN_WGMMA_CLUSTER_K
+#define JAX_MARLIN_WGMMA_CLUSTER_K 1
+#endif
 #ifndef JAX_MARLIN_WGMMA_MAX_ROWS
 #define JAX_MARLIN_WGMMA_MAX_ROWS 256
 #endif
@@ -133,13 +142,23 @@ inline int wgmma_stages(const MarlinGemmArgs& args) {
   return static_cast<int>(ceil_div(args.k_pad / 16, kWgStageUnits));
 }
 
-// The grid of one GEMM. The launch runs exactly this and PlanWgmmaGemm
-// reports it, so a test's assertion on the plan is one on the launched grid.
-// The k-split: as many splits as the workspace holds and the heuristic finds
-// worth a reduce, each of at least kWgMinStagesPerSplit stages, none empty.
-inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLimits& device) {
+// Blocks of `rows` rows resident at once: the launch bounds' count, or fewer
+// where the shared memory (about 1 KB a block reserved by the driver) does not
+// hold them.
+inline int wgmma_slots(const DeviceLimits& device, int rows) {
+  const int by_smem =
+      std::max(1, (device.max_shared_bytes_per_block + 1024) / (wgmma_smem_bytes(rows) + 1024));
+  return std::max(1, device.sm_count) * std::min(wgmma_blocks_per_sm(rows), by_smem);
+}
+
+// The grid with blocks of `rows` rows. The k-split: as many splits as the
+// workspace holds and the heuristic finds worth a reduce, each of at least
+// kWgMinStagesPerSplit stages, none empty; `forced_splits` > 0 takes that many
+// instead (as far as the workspace and the stages allow).
+inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLimits& device,
+                                     int rows, int forced_splits) {
   WgmmaGridInfo info{};
-  info.rows = wgmma_rows(args.M);
+  info.rows = rows;
   info.smem_bytes = wgmma_smem_bytes(info.rows);
   info.n_blocks = ceil_div(args.n_pad / 64, kWgTiles);
   info.m_blocks = ceil_div(args.M, info.rows);
@@ -149,19 +168,54 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
     const int64_t ws_splits = args.workspace_elems / (args.M * args.n_pad);
     const int max_splits = static_cast<int>(std::min<int64_t>(
         {ws_splits, int64_t{stages / kWgMinStagesPerSplit}, int64_t{kWgMaxSplits}}));
-    if (max_splits > 1) {
-      // Resident blocks: the launch bounds' count, or fewer where the shared
-      // memory (about 1 KB a block reserved by the driver) does not hold them.
-      const int by_smem =
-          std::max(1, (device.max_shared_bytes_per_block + 1024) / (info.smem_bytes + 1024));
-      const int slots =
-          std::max(1, device.sm_count) * std::min(wgmma_blocks_per_sm(info.rows), by_smem);
-      splits = ChooseSplits(info.n_blocks * info.m_blocks, stages, max_splits, slots,
-                            kWgFillStages, kWgReduceStages);
-    }
+    if (forced_splits > 0)
+      splits = std::max(1, std::min(forced_splits, max_splits));
+    else if (max_splits > 1)
+      splits = ChooseSplits(info.n_blocks * info.m_blocks, stages, max_splits,
+                            wgmma_slots(device, info.rows), kWgFillStages, kWgReduceStages);
   }
   info.stages_per_split = static_cast<int>(ceil_div(stages, splits));
   info.splits = static_cast<int>(ceil_div(stages, info.stages_per_split));
+  // A k-split in two whose blocks all fit at once as clusters of 2 (the device's
+  // count of blocks clusters of 2 place, one an SM): the halves add on chip.
+  // (ChooseSplits still charges such a split the reduce it no longer runs, and at
+  // 32 and 64 rows, two blocks an SM, it never picks 2 splits of <= 66 blocks on
+  // an H200: the cluster is planned at 128 and 256 rows.)
+  const int64_t blocks = info.n_blocks * info.m_blocks * info.splits;
+  info.cluster_k = JAX_MARLIN_WGMMA_CLUSTER_K && info.splits == 2 &&
+                   device.compute_capability >= 90 && device.cluster_blocks[0] > 0 &&
+                   blocks <= device.cluster_blocks[0];
+  return info;
+}
+
+// A grid's time in us, roughly: waves x (stages + 10) x a stage's 0.178 +
+// 0.00208 rows us (the 10 stages: the launch, the prologue's DRAM round trip
+// and the epilogue), a reduce ~4.8 us, the on-chip exchange ~0.3. Fitted to
+// session 18's probe of the kernel alone at M = 256, K = 4096-14336, N = 4096:
+// 0.71 us a 256-row stage, 0.444 a 128-row one, each within 1 us of the
+// measured 17.7-54.4 us.
+inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& device) {
+  const int64_t waves = ceil_div(plan.n_blocks * plan.m_blocks * plan.splits,
+                                 int64_t{wgmma_slots(device, plan.rows)});
+  const double stage_us = 0.178 + 0.00208 * plan.rows;
+  return static_cast<double>(waves * (plan.stages_per_split + 10)) * stage_us +
+         (plan.splits > 1 ? (plan.cluster_k ? 0.3 : 4.8) : 0.0);
+}
+
+// The grid of one GEMM. The launch runs exactly this and PlanWgmmaGemm
+// reports it, so a test's assertion on the plan is one on the launched grid.
+// With the on-chip split (JAX_MARLIN_WGMMA_CLUSTER_K), M = 129-256 may run
+// 128-row blocks with k in 2 as clusters instead of 256-row blocks and a
+// reduce, where the cost model says that is faster (measured: 4096 x 4096
+// 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
+// of the first, keeps 256 rows: 50.8 against 54.4).
+inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLimits& device) {
+  WgmmaGridInfo info = plan_wgmma_rows(args, device, wgmma_rows(args.M), 0);
+  if (JAX_MARLIN_WGMMA_CLUSTER_K && info.rows == 256 && args.M <= 256) {
+    const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 128, 2);
+    if (halves.cluster_k && wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
+      return halves;
+  }
   return info;
 }
 

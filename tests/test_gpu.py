@@ -517,15 +517,43 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
                                                                                 (1, stages))
     assert plan is not None, plan
     rows = next((r for r in (32, 64, 128, 256) if M <= r), 256)
-    assert plan["rows"] == rows, plan
-    assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), -(-M // rows)), plan
-    assert (plan["splits"], plan["stages_per_split"]) == (splits, per_split), plan
+    if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h) replans M = 129-256
+        assert plan["splits"] == 2 and plan["rows"] in (rows, 128), plan
+    else:
+        assert plan["rows"] == rows, plan
+        assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), -(-M // rows)), plan
+        assert (plan["splits"], plan["stages_per_split"]) == (splits, per_split), plan
     assert 0 < plan["smem_bytes"] <= 227 * 1024, plan
     assert ops.wgmma_plan(M, w, act, FORCE_TILED_KERNEL) is None
     want = oracle64(a, case, b)
     assert_fused_right_and_reproducible(jnp.asarray(a), w, to_jnp(b), want, act)
     tiled = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=FORCE_TILED_KERNEL))
     assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+# Where a cluster is planned on an H200: 256-row blocks (the first three, 200 x 8000 with an
+# idle second warpgroup in its last block), 128-row blocks (100 x 8000 x 2056, and the
+# 4096-column shapes replanned from 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of
+# them), a review's host scan of plan_wgmma_grid, session 17.
+@pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (150, 6100, 8192),
+                                     (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100),
+                                     (256, 4096, 14336)])
+def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
+    """A k-split in two runs as clusters of 2 blocks that add their halves through
+    distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
+    oracle and bitwise reproducible. Skips where the plan has no such cluster (another GPU,
+    or a -DJAX_MARLIN_WGMMA_CLUSTER_K=0 build)."""
+    act = HALF[dtype]
+    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act)
+    if plan is None or not plan["cluster_k"]:
+        pytest.skip(f"no k-split cluster planned here: {plan}")
+    assert plan["splits"] == 2, plan
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act)
+    assert_fused_right_and_reproducible(jnp.asarray(a), w, to_jnp(b), oracle64(a, case, b), act)
 
 
 def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):

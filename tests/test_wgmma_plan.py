@@ -59,7 +59,8 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
     cases = list(_cases())
     for (device, case), got in zip(cases, planner([c for _, c in cases])):
         M, K, N, block, workspace, sms, _ = case
-        rows, n_blocks, m_blocks, splits, per_split, smem = got
+        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k = got
+        assert not cluster_k, (case, got)  # no cluster counts given: none planned
         n_pad = _layout.n_pad(N)
         stages = -(-(-(-K // block) * block // 16) // 4)
         # The smallest wgmma N that holds M, else 256-row blocks; two tiles a block.
@@ -89,3 +90,51 @@ def test_h200_grids_are_the_ones_nsight_compute_showed(planner, K, N, M, grid):
     workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
     (got,) = planner([(M, K, N, 128, workspace, *DEVICES["h200"])])
     assert (got[1], got[2], got[3]) == grid
+
+
+H200_CLUSTER_BLOCKS = "132,120,120"  # clusters of 2, 4, 8 placed at once (QueryClusterBlocks)
+
+
+def _model_us(rows, blocks, per_split, splits, cluster_k, slots):
+    """The planner's time model written out again: waves x (stages + 10) x a stage's
+    0.178 + 0.00208 rows us, plus a reduce of 4.8 us or an on-chip exchange of 0.3."""
+    waves = -(-blocks // slots)
+    extra = (0.3 if cluster_k else 4.8) if splits > 1 else 0.0
+    return waves * (per_split + 10) * (0.178 + 0.00208 * rows) + extra
+
+
+def test_the_on_chip_split(planner, tmp_path_factory):
+    """Where clusters of 2 place all its blocks at once, a k-split in two runs as clusters
+    (no reduce), and M = 129-256 takes 128-row blocks with k in 2 on chip where the time
+    model says they beat 256-row blocks; a -DJAX_MARLIN_WGMMA_CLUSTER_K=0 build plans no
+    cluster. The H200's measured cases (session 18, the kernels alone): at M = 256, 4096 x
+    4096 on chip in 19.1 us against 22.7, 8192 x 4096 in 33.2 against 33.9; 14336 x 4096
+    stays with 256 rows (50.8 against 54.4 on chip)."""
+    run = planner
+    plain = host_planner(tmp_path_factory, "wgmma_plan_check.cc",
+                         defines=["JAX_MARLIN_WGMMA_CLUSTER_K=0"])
+    cases = [c for d, c in _cases() if d == "h200"]
+    for case, got, off in zip(cases, run(cases, H200_CLUSTER_BLOCKS),
+                              plain(cases, H200_CLUSTER_BLOCKS)):
+        M, K, N, block, workspace, sms, _ = case
+        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k = got
+        assert not off[6], (case, off)  # the =0 build plans no cluster
+        blocks = n_blocks * m_blocks * splits
+        if cluster_k:
+            assert splits == 2 and blocks <= 132 and rows in (128, 256), (case, got)
+            assert splits * M * _layout.n_pad(N) <= workspace, (case, got)
+        if got != off[:6] + (cluster_k,):  # replanned with 128-row blocks on chip
+            assert cluster_k and rows == 128 and off[0] == 256 and 128 < M <= 256, (case, got)
+            mine = _model_us(128, blocks, per_split, 2, True, 132)
+            theirs = _model_us(256, off[1] * off[2] * off[3], off[4], off[3],
+                               off[3] == 2 and off[1] * off[2] * 2 <= 132, sms)
+            assert mine < theirs, (case, got, off)
+        else:
+            assert cluster_k == (splits == 2 and blocks <= 132 and rows >= 128), (case, got)
+    want = {(256, 4096, 4096): (128, 32, 2, 2, 1), (256, 8192, 4096): (128, 32, 2, 2, 1),
+            (256, 14336, 4096): (256, 32, 1, 4, 0), (256, 8192, 8192): (256, 64, 1, 2, 1),
+            (256, 8192, 28672): (256, 224, 1, 1, 0), (256, 28672, 8192): (256, 64, 1, 2, 1)}
+    h200 = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)),
+             *DEVICES["h200"]) for M, K, N in want]
+    for (M, K, N, *_), got in zip(h200, run(h200, H200_CLUSTER_BLOCKS)):
+        assert (got[0], got[1], got[2], got[3], got[6]) == want[M, K, N], (M, K, N, got)

@@ -134,6 +134,29 @@ def main():
             checked += 1
         _check((M, N, K, zp, dtype), a, w, bias, ref, "fused", 1000 + C)
     print(f"sanitize sweep: {checked} group-cluster calls checked", flush=True)
+    wgmma_k_split_clusters(rng)
+
+
+def wgmma_k_split_clusters(rng):
+    """The wgmma kernel's k-split as clusters of 2 (ffi/wgmma_plan.h; where the plan has
+    them): ragged M, N and K, the halves added through distributed shared memory.
+    Alone for racecheck: python3 -c "import sanitize_sweep as s, numpy as np;
+    s.wgmma_k_split_clusters(np.random.default_rng(1))" (from tools/)."""
+    checked = 0
+    for M, N, K, dtype in [(100, 8000, 2056, jnp.float16), (200, 8000, 4100, jnp.bfloat16)]:
+        q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=128)
+        w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=128)
+        plan = ops.wgmma_plan(M, w, dtype)
+        if plan is None or not plan["cluster_k"]:
+            continue
+        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
+        bias = jnp.asarray(rng.standard_normal(N), dtype)
+        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales,
+                                        q.zero_points, K=K, N=N, bits=4, block_size=128,
+                                        bias=bias.astype(jnp.float32))
+        _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
+        checked += 1
+    print(f"sanitize sweep: {checked} wgmma k-split clusters checked", flush=True)
 
 
 if __name__ == "__main__":
