@@ -433,21 +433,24 @@ __global__ void __launch_bounds__(256)
     const int64_t m = idx / quads;
     const int64_t n = 4 * (idx - m * quads);
     const float* src = workspace + m * n_pad + n;
-    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    // The sum starts at split 0's partial as it is (0 + p_0 would turn a -0 into
+    // +0), loaded with the first batch, whose adds start at split 1.
+    float4 sum{};
     for (int s0 = 0; s0 < splits; s0 += kSplitLoads) {
       float4 v[kSplitLoads];
 #pragma unroll
       for (int s = 0; s < kSplitLoads; ++s)
         if (s0 + s < splits)
           v[s] = __ldcg(reinterpret_cast<const float4*>(src + (s0 + s) * split_stride));
+      if (s0 == 0) sum = v[0];
 #pragma unroll
       for (int s = 0; s < kSplitLoads; ++s) {
         if (s0 + s >= splits) break;
-        // Split 0 is taken as it is (0 + p_0 would turn a -0 into +0).
-        sum.x = s0 + s == 0 ? v[s].x : sum.x + v[s].x;
-        sum.y = s0 + s == 0 ? v[s].y : sum.y + v[s].y;
-        sum.z = s0 + s == 0 ? v[s].z : sum.z + v[s].z;
-        sum.w = s0 + s == 0 ? v[s].w : sum.w + v[s].w;
+        if (s0 + s == 0) continue;
+        sum.x += v[s].x;
+        sum.y += v[s].y;
+        sum.z += v[s].z;
+        sum.w += v[s].w;
       }
     }
     const float c[4] = {sum.x, sum.y, sum.z, sum.w};
