@@ -21,8 +21,9 @@
 // Block: two warpgroups (two 64-column tiles) sharing one activation stage,
 // kRows activation rows (32, 64, 128 or 256; past 256, 256-row blocks along
 // gridDim.y), and one range of k (all of it, or a
-// k-split's share where the column and row blocks alone leave SMs idle; the
-// splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
+// k-split's share where the column and row blocks alone leave SMs idle; a
+// split in two whose blocks fit at once runs as clusters of 2 that add on chip,
+// other splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
 // of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B
 // of activations (stored with the 128-byte swizzle wgmma's descriptor names),
 // and the stage's one or two groups of scales and zero points. No producer
@@ -44,7 +45,7 @@
 namespace jax_marlin {
 namespace {
 
-// workspace: with num_splits > 1, fp32 partials [split][M][n_pad].
+// workspace: with num_splits > 1 and no cluster_k, fp32 partials [split][M][n_pad].
 struct WgmmaParams : GemmOperands {
   int kt_total;   // k_pad / 16
   int n_tiles;    // n_pad / 64
@@ -342,8 +343,9 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 
   // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
   // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
-  // With a k-split the fp32 partial goes to the workspace (every column of the
-  // tile is < n_pad) and LaunchSplitKReduce adds the splits and the bias.
+  // With a k-split in clusters the halves add on chip (below); with any other
+  // k-split the fp32 partial goes to the workspace (every column of the tile is
+  // < n_pad) and LaunchSplitKReduce adds the splits and the bias.
   const int tile = tile0 + wg;
 #if __CUDA_ARCH__ >= 900
   if (p.cluster_k) {

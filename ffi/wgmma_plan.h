@@ -104,8 +104,8 @@ constexpr int kWgMaxSplits = 16;
 // 128-row blocks along gridDim.y), to time the split of rows against the
 // doubled dequantization where the columns alone make a small grid (4096 x
 // 4096 at M = 256: 32 column blocks).
-// The on-chip k-split (JAX_MARLIN_WGMMA_CLUSTER_K, on unless built with
-// -DJAX_MARLIN_WGMMA_CLUSTER_K=0): a k-split in two runs as clusters of 2
+// The on-chip k-split (JAX_MARLIN_WGMMA_CLUSTER_K, 1 unless built with
+// -DJAX_MARLIN_WGMMA_CLUSTER_K=0; a value, not a flag): a k-split in two runs as clusters of 2
 // blocks along gridDim.z that add their fp32 halves through distributed shared
 // memory, so no partials reach the workspace and no reduce kernel runs
 // (wgmma_kernel.cu's epilogue). Session 18 on an H200 at M = 256: 4096 x 4096
@@ -177,7 +177,9 @@ inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLim
   info.stages_per_split = static_cast<int>(ceil_div(stages, splits));
   info.splits = static_cast<int>(ceil_div(stages, info.stages_per_split));
   // A k-split in two whose blocks all fit at once as clusters of 2 (the device's
-  // count of blocks clusters of 2 place, one an SM): the halves add on chip.
+  // count of blocks clusters of 2 place, one an SM): the halves add on chip. An
+  // unknown count (0: no query, or a failed one) plans no cluster here, unlike the
+  // streaming planner's tile split: this split has the reduce to fall back on.
   // (ChooseSplits still charges such a split the reduce it no longer runs, and at
   // 32 and 64 rows, two blocks an SM, it never picks 2 splits of <= 66 blocks on
   // an H200: the cluster is planned at 128 and 256 rows.)

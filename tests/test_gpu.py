@@ -475,7 +475,9 @@ WGMMA_CASES = [(M, N, K, block, zp)
 # wave at any S <= 16, so cost = ceil(66 / S) + 4 (+ 12 for the reduce) is least at S = 8
 # (9 stages each, the last 66 - 63 = 3). K = 4096, groups of 32: 64 stages, S = 8 of 8. The
 # others have at most 17 stages, so at most 2 splits: one costs stages + 4, two
-# ceil(stages / 2) + 16, more. Past 256 rows there are ceil(M / 256) row blocks: at M = 1000
+# ceil(stages / 2) + 16, more. (At M = 129-256 the on-chip split may replan the short-k
+# shapes as 128-row blocks with k in 2, clusters of 2 with no reduce: the test then checks
+# that grid instead.) Past 256 rows there are ceil(M / 256) row blocks: at M = 1000
 # (four, the last of 232 rows) K = 4100 has 20 blocks and a workspace of 7 splits (2^22
 # floats // (1000 x 576)), and S = 6 (11 stages) fills one wave for 11 + 4 + 12 = 27, where
 # S = 7 takes two, 2 x 14 + 12 = 40.
@@ -493,8 +495,9 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     of two units (K = 1056, groups of 32: 66 units), groups of 32 (two a stage) with every
     zero-point kind, 128 and per-channel, a bias. K = 4100 and 4096 over a few column blocks
     take the k-split (8 splits by the heuristic, 6 for K = 4100 at M = 1000; 4100's last
-    split has 3 stages at 8, fewer than the ring's prefetch), the others one split;
-    ops.wgmma_plan asserts the grid (rows, blocks, splits). Against the oracle and bitwise
+    split has 3 stages at 8, fewer than the ring's prefetch), the others one split, or at
+    M = 129-256 the on-chip split's 128-row grid; ops.wgmma_plan asserts the grid (rows,
+    blocks, splits). Against the oracle and bitwise
     reproducible; the tiled kernel, forced on the same operands, against the oracle too
     (both paths stay reachable).
     """
@@ -517,8 +520,11 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
                                                                                 (1, stages))
     assert plan is not None, plan
     rows = next((r for r in (32, 64, 128, 256) if M <= r), 256)
-    if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h) replans M = 129-256
+    if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h): k in 2, maybe 128 rows
         assert plan["splits"] == 2 and plan["rows"] in (rows, 128), plan
+        assert plan["n_blocks"] == -(-N // 128), plan
+        assert plan["m_blocks"] == -(-M // plan["rows"]), plan
+        assert plan["stages_per_split"] == -(-stages // 2), plan
     else:
         assert plan["rows"] == rows, plan
         assert (plan["n_blocks"], plan["m_blocks"]) == (-(-N // 128), -(-M // rows)), plan
@@ -532,22 +538,23 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-# Where a cluster is planned on an H200: 256-row blocks (the first three, 200 x 8000 with an
-# idle second warpgroup in its last block), 128-row blocks (100 x 8000 x 2056, and the
-# 4096-column shapes replanned from 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of
-# them), a review's host scan of plan_wgmma_grid, session 17.
+# Where a cluster is planned on an H200 (tests/test_wgmma_plan.py's planner, the H200's
+# limits): 256-row blocks (the first three, 200 x 8000 with an idle second warpgroup in its
+# last block), 128-row blocks (100 x 8000 x 2056, and the 4096-column shapes replanned from
+# 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of them).
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (150, 6100, 8192),
-                                     (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100),
-                                     (256, 4096, 14336)])
+                                     (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100)])
 def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     """A k-split in two runs as clusters of 2 blocks that add their halves through
     distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
-    oracle and bitwise reproducible. Skips where the plan has no such cluster (another GPU,
-    or a -DJAX_MARLIN_WGMMA_CLUSTER_K=0 build)."""
+    oracle and bitwise reproducible. On an H200 every shape here must plan it (a default
+    build); elsewhere it skips where the plan has none."""
     act = HALF[dtype]
     case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
     w = case.prepare()
     plan = ops.wgmma_plan(M, w, act)
+    if "H200" in jax.devices("gpu")[0].device_kind:  # the feature must not go quietly off
+        assert plan is not None and plan["cluster_k"], plan
     if plan is None or not plan["cluster_k"]:
         pytest.skip(f"no k-split cluster planned here: {plan}")
     assert plan["splits"] == 2, plan

@@ -125,6 +125,10 @@ def test_the_on_chip_split(planner, tmp_path_factory):
             assert splits * M * _layout.n_pad(N) <= workspace, (case, got)
         if got != off[:6] + (cluster_k,):  # replanned with 128-row blocks on chip
             assert cluster_k and rows == 128 and off[0] == 256 and 128 < M <= 256, (case, got)
+            # k in two halves, every stage covered, none empty; the 128-row grid.
+            stages = -(-(-(-K // block) * block // 16) // 4)
+            assert per_split == -(-stages // 2) and per_split < stages, (case, got)
+            assert (n_blocks, m_blocks) == (off[1], -(-M // 128)), (case, got)
             mine = _model_us(128, blocks, per_split, 2, True, 132)
             theirs = _model_us(256, off[1] * off[2] * off[3], off[4], off[3],
                                off[3] == 2 and off[1] * off[2] * 2 <= 132, sms)
@@ -138,3 +142,15 @@ def test_the_on_chip_split(planner, tmp_path_factory):
              *DEVICES["h200"]) for M, K, N in want]
     for (M, K, N, *_), got in zip(h200, run(h200, H200_CLUSTER_BLOCKS)):
         assert (got[0], got[1], got[2], got[3], got[6]) == want[M, K, N], (M, K, N, got)
+
+
+@pytest.mark.parametrize("counts, on_chip", [("128,120,120", True), ("127,120,120", False),
+                                             ("0,0,0", False), ("-1,-1,-1", False)])
+def test_the_on_chip_split_needs_room_for_every_block(planner, counts, on_chip):
+    """256 x 8192 x 8192 (128 blocks, k in 2): on chip exactly where clusters of 2 place all
+    128 blocks at once; with one fewer, an unknown count or none, the same grid and the
+    reduce."""
+    case = (256, 8192, 8192, 128, _shapes.split_k_workspace_floats(256, _layout.n_pad(8192)),
+            *DEVICES["h200"])
+    (got,) = planner([case], counts)
+    assert got[:4] == (256, 64, 1, 2) and got[6] == on_chip, (counts, got)
