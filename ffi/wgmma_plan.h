@@ -105,11 +105,11 @@ constexpr int kWgMaxSplits = 16;
 // doubled dequantization where the columns alone make a small grid (4096 x
 // 4096 at M = 256: 32 column blocks).
 // The on-chip k-split (JAX_MARLIN_WGMMA_CLUSTER_K, 1 unless built with
-// -DJAX_MARLIN_WGMMA_CLUSTER_K=0; a value, not a flag): a k-split in two runs as clusters of 2
-// blocks along gridDim.z that add their fp32 halves through distributed shared
-// memory, so no partials reach the workspace and no reduce kernel runs
-// (wgmma_kernel.cu's epilogue). Session 18 on an H200 at M = 256: 4096 x 4096
-// 22.7 -> 19.1 us, 8192 x 8192 59.2 -> 54.3, no shape slower.
+// -DJAX_MARLIN_WGMMA_CLUSTER_K=0; a value, not a flag): a k-split in two runs
+// as clusters of 2 blocks along gridDim.z that add their fp32 halves through
+// distributed shared memory, so no partials reach the workspace and no reduce
+// kernel runs (wgmma_kernel.cu's epilogue). Session 18 on an H200 at M = 256:
+// 4096 x 4096 22.7 -> 19.1 us, 8192 x 8192 59.2 -> 54.3, no shape slower.
 #ifndef JAX_MARLIN_WGMMA_CLUSTER_K
 #define JAX_MARLIN_WGMMA_CLUSTER_K 1
 #endif
