@@ -512,6 +512,30 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
 // Launch helpers (host).
 // ---------------------------------------------------------------------------
 
+// A launch of `grid` blocks of `threads` in clusters of `cluster` (sm_90):
+// a cluster's blocks are co-scheduled on one GPC and share their shared
+// memory. The streaming kernel's (clusters along x), the wgmma kernel's k-split
+// (along z) and the residency query's (QueryClusterBlocks). Not copyable: the
+// config points at the attribute.
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute{};
+  cudaLaunchConfig_t config{};
+  ClusterLaunch(dim3 grid, dim3 cluster, unsigned threads, int smem_bytes, cudaStream_t stream) {
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster.x;
+    attribute.val.clusterDim.y = cluster.y;
+    attribute.val.clusterDim.z = cluster.z;
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // From the launch arguments into the operands every kernel's parameter block
 // starts with (GemmOperands, above).
 inline void copy_operands(const MarlinGemmArgs& args, GemmOperands* p) {

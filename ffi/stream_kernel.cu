@@ -1296,29 +1296,6 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
 // Host side.
 // ---------------------------------------------------------------------------
 
-// A 1-D launch of `blocks` blocks of kStreamThreads in clusters of C
-// consecutive blocks (sm_90): co-scheduled on one GPC, sharing their shared
-// memory. The launcher's and the residency query's (QueryClusterBlocks). Not
-// copyable: the config points at the attribute.
-struct ClusterLaunch {
-  cudaLaunchAttribute attribute{};
-  cudaLaunchConfig_t config{};
-  ClusterLaunch(unsigned blocks, unsigned C, int smem_bytes, cudaStream_t stream) {
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = C;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
-    config.gridDim = dim3(blocks);
-    config.blockDim = dim3(kStreamThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-};
-
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kTileSplit,
           bool kGroupRows, bool kPhases, bool kGroupCluster = false>
 cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
@@ -1331,7 +1308,8 @@ cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const Dev
   // blocks run as one thread-block cluster.
   const int cluster = p.tile_split < 0 ? -p.tile_split : p.tile_split;
   if (cluster > 1) {
-    const ClusterLaunch launch(static_cast<unsigned>(p.blocks), static_cast<unsigned>(cluster),
+    const ClusterLaunch launch(dim3(static_cast<unsigned>(p.blocks)),
+                               dim3(static_cast<unsigned>(cluster)), kStreamThreads,
                                plan.smem_bytes, stream);
     return cudaLaunchKernelEx(&launch.config, kernel, p);
   }
@@ -1451,7 +1429,7 @@ cudaError_t QueryClusterBlocks(DeviceLimits* device) {
       cluster_residency_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   int blocks[3] = {0, 0, 0};
   for (int i = 0, C = 2; i < 3 && error == cudaSuccess; ++i, C *= 2) {
-    const ClusterLaunch launch(C, C, smem, nullptr);
+    const ClusterLaunch launch(dim3(C), dim3(C), kStreamThreads, smem, nullptr);
     int clusters = 0;
     error = cudaOccupancyMaxActiveClusters(&clusters, cluster_residency_kernel, &launch.config);
     blocks[i] = clusters * C;

@@ -443,19 +443,8 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
   const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
                   static_cast<unsigned>(plan.splits));
   if (p.cluster_k) {  // the two splits of a tile pair: one cluster
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = 1;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 2;
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(kWgThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p);
+    const ClusterLaunch launch(grid, dim3(1, 1, 2), kWgThreads, plan.smem_bytes, stream);
+    return cudaLaunchKernelEx(&launch.config, kernel, p);
   }
   kernel<<<grid, kWgThreads, plan.smem_bytes, stream>>>(p);
   return cudaGetLastError();
