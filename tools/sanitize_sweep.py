@@ -26,21 +26,27 @@ SHAPES = [(1, 37, 72), (2, 130, 200), (3, 130, 200), (12, 130, 200), (12, 600, 1
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split
 
 
+def _operands(rng, M, N, K, block, dtype, zp="packed"):
+    """Random weights quantized with groups of `block` (zero points packed, none, or float),
+    prepared; activations and a bias of `dtype`; and the float32 oracle of the product."""
+    q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=block,
+                    symmetric=zp == "none")
+    zero_points = q.zero_points
+    if zp == "float":
+        zero_points = jnp.asarray(rng.uniform(0, 15, q.scales.shape), q.scales.dtype)
+    w = jm.prepare(q.packed, q.scales, zero_points, K=K, N=N, block_size=block)
+    a = jnp.asarray(rng.standard_normal((M, K)), dtype)
+    bias = jnp.asarray(rng.standard_normal(N), dtype)
+    ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
+                                    K=K, N=N, bits=4, block_size=block,
+                                    bias=bias.astype(jnp.float32))
+    return w, a, bias, ref
+
+
 def _cases(rng):
     for (M, N, K), zp, dtype in itertools.product(
             SHAPES, ["packed", "none", "float"], [jnp.float16, jnp.bfloat16]):
-        block = 32 if K < 1000 else 128
-        kernel = rng.standard_normal((K, N)).astype(np.float32)
-        q = jm.quantize(kernel, block_size=block, symmetric=zp == "none")
-        zero_points = q.zero_points
-        if zp == "float":
-            zero_points = jnp.asarray(rng.uniform(0, 15, q.scales.shape), q.scales.dtype)
-        w = jm.prepare(q.packed, q.scales, zero_points, K=K, N=N, block_size=block)
-        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
-        bias = jnp.asarray(rng.standard_normal(N), dtype)
-        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, zero_points,
-                                        K=K, N=N, bits=4, block_size=block,
-                                        bias=bias.astype(jnp.float32))
+        w, a, bias, ref = _operands(rng, M, N, K, 32 if K < 1000 else 128, dtype, zp)
         yield (M, N, K, zp, dtype), a, w, bias, ref
 
 
@@ -96,13 +102,7 @@ def main():
     # 15992 x 12300 at M = 16: 264 blocks of 11-12 steps, phases of 5; the last one short).
     rng = np.random.default_rng(1)
     M, N, K, block = 16, 12300, 15992, 128
-    q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=block)
-    w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=block)
-    a = jnp.asarray(rng.standard_normal((M, K)), jnp.float16)
-    bias = jnp.asarray(rng.standard_normal(N), jnp.float16)
-    ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales, q.zero_points,
-                                    K=K, N=N, bits=4, block_size=block,
-                                    bias=bias.astype(jnp.float32))
+    w, a, bias, ref = _operands(rng, M, N, K, block, jnp.float16)
     _check((M, N, K, "packed", jnp.float16), a, w, bias, ref, "fused", 0)
     plan = ops.stream_plan(M, w, jnp.float16)
     steps = -(-plan["total_steps"] // plan["blocks"])
@@ -120,14 +120,7 @@ def main():
                                          (3, 600, 2048, 32, "none", jnp.bfloat16, 5),
                                          (5, 1000, 1024, 128, "none", jnp.float16, 6),
                                          (8, 520, 4096, 64, "packed", jnp.bfloat16, 8)]:
-        q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=block,
-                        symmetric=zp == "none")
-        w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=block)
-        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
-        bias = jnp.asarray(rng.standard_normal(N), dtype)
-        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales,
-                                        q.zero_points, K=K, N=N, bits=4, block_size=block,
-                                        bias=bias.astype(jnp.float32))
+        w, a, bias, ref = _operands(rng, M, N, K, block, dtype, zp)
         if float(jax.devices()[0].compute_capability) >= 9:
             plan = ops.stream_plan(M, w, dtype, 1000 + C)
             assert plan["group_cluster"] == C, (M, N, K, C, plan)
@@ -144,16 +137,10 @@ def wgmma_k_split_clusters(rng):
     s.wgmma_k_split_clusters(np.random.default_rng(1))" (from tools/)."""
     checked = 0
     for M, N, K, dtype in [(100, 8000, 2056, jnp.float16), (200, 8000, 4100, jnp.bfloat16)]:
-        q = jm.quantize(rng.standard_normal((K, N)).astype(np.float32), block_size=128)
-        w = jm.prepare(q.packed, q.scales, q.zero_points, K=K, N=N, block_size=128)
+        w, a, bias, ref = _operands(rng, M, N, K, 128, dtype)
         plan = ops.wgmma_plan(M, w, dtype)
         if plan is None or not plan["cluster_k"]:
             continue
-        a = jnp.asarray(rng.standard_normal((M, K)), dtype)
-        bias = jnp.asarray(rng.standard_normal(N), dtype)
-        ref = jm.reference.matmul_nbits(a.astype(jnp.float32), q.packed, q.scales,
-                                        q.zero_points, K=K, N=N, bits=4, block_size=128,
-                                        bias=bias.astype(jnp.float32))
         _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
         checked += 1
     if "H200" in jax.devices()[0].device_kind:  # both shapes plan the cluster there
