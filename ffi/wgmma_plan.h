@@ -176,17 +176,21 @@ inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLim
   }
   info.stages_per_split = static_cast<int>(ceil_div(stages, splits));
   info.splits = static_cast<int>(ceil_div(stages, info.stages_per_split));
-  // A k-split in two whose blocks all fit at once as clusters of 2 (the device's
-  // count of blocks clusters of 2 place, one an SM): the halves add on chip. An
-  // unknown count (0: no query, or a failed one) plans no cluster here, unlike the
+  // A k-split in two whose blocks all fit at once as clusters of 2: the halves
+  // add on chip. The device's count is of blocks that clusters of 2 place one an
+  // SM; where two blocks share an SM (32 and 64 rows: the launch bounds' two, and
+  // the registers hold no more than two at 32 rows), every such placement can take
+  // each cluster twice, so twice the count fit (a lower bound; the H200 measured
+  // exactly 2 x 132 = 264 at 64 rows' shared memory, session 18 call D). An unknown
+  // count (0: no query, or a failed one) plans no cluster here, unlike the
   // streaming planner's tile split: this split has the reduce to fall back on.
-  // (ChooseSplits still charges such a split the reduce it no longer runs, and at
-  // 32 and 64 rows, two blocks an SM, it never picks 2 splits of <= 66 blocks on
-  // an H200: the cluster is planned at 128 and 256 rows.)
+  // (ChooseSplits still charges such a split the reduce it no longer runs.)
   const int64_t blocks = info.n_blocks * info.m_blocks * info.splits;
+  const int64_t cluster_room = static_cast<int64_t>(device.cluster_blocks[0]) *
+                               (wgmma_slots(device, info.rows) / std::max(1, device.sm_count));
   info.cluster_k = JAX_MARLIN_WGMMA_CLUSTER_K && info.splits == 2 &&
                    device.compute_capability >= 90 && device.cluster_blocks[0] > 0 &&
-                   blocks <= device.cluster_blocks[0];
+                   blocks <= cluster_room;
   return info;
 }
 

@@ -541,9 +541,11 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
 # Where a cluster is planned on an H200 (tests/test_wgmma_plan.py's planner, the H200's
 # limits): 256-row blocks (the first three, 200 x 8000 with an idle second warpgroup in its
 # last block), 128-row blocks (100 x 8000 x 2056, and the 4096-column shapes replanned from
-# 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of them).
+# 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of them), 64- and 32-row blocks two an
+# SM (the last two: 224 blocks, clusters of 2 sharing SMs).
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (150, 6100, 8192),
-                                     (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100)])
+                                     (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100),
+                                     (50, 14300, 2056), (20, 14336, 4104)])
 def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     """A k-split in two runs as clusters of 2 blocks that add their halves through
     distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
