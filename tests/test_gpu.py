@@ -565,6 +565,36 @@ def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     assert_fused_right_and_reproducible(jnp.asarray(a), w, to_jnp(b), oracle64(a, case, b), act)
 
 
+@pytest.mark.parametrize("M, N, K, act", [(200, 8000, 4100, BF16), (256, 4096, 4096, np.float16),
+                                          (20, 12000, 2056, np.float16)])
+def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act):
+    """The on-chip split's exchange run 48 times back to back on one stream: every output
+    bitwise the same and right. compute-sanitizer's racecheck reports write-write hazards
+    between a block's ring copies (cp.async) and its peer's stores into that ring after
+    the cluster barrier (session 19: 0 to 16 a run of these shapes, varying between
+    identical runs, and the same with a __syncthreads before the barrier), as if it did
+    not order the copies' completion (cp.async.wait_group 0 in every thread, then
+    barrier.cluster's release and acquire) before the peer's stores. A store that a late
+    copy overwrote would read as a wrong, varying output here."""
+    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act)
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert plan is not None and plan["cluster_k"], plan
+    if plan is None or not plan["cluster_k"]:
+        pytest.skip(f"no k-split cluster planned here: {plan}")
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act)
+    fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
+    a_dev, b_dev = jnp.asarray(a), jnp.asarray(b)
+    outs = [fn(a_dev, w, b_dev) for _ in range(48)]  # dispatched without waiting: back to back
+    first = np.asarray(outs[0])
+    assert_close(first, oracle64(a, case, b), act)
+    for i, y in enumerate(outs[1:], 1):
+        np.testing.assert_array_equal(np.asarray(y).view(np.uint16), first.view(np.uint16),
+                                      err_msg=f"run {i}")
+
+
 def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
     """ops.wgmma_plan gives a grid exactly where planned_kernel says "wgmma" (any GPU: None
     off sm_90 or without the sm_90a build), never for a split_k override."""
