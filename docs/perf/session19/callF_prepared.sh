@@ -1,4 +1,10 @@
 #!/usr/bin/env bash
+# Variants first, on this machine (from the repository root):
+#   mk(){ mkdir -p .variants/$1 && git archive $2 ffi | tar -x -C .variants/$1; [ -n "${3-}" ] && echo "$3" > .variants/$1/CUDA_FLAGS; true; }
+#   mk main main; mk s wip/fast-prologue-parts "-DJAX_MARLIN_STREAM_SKIP_EMPTY_REFILL=1"
+#   mk fp3s wip/fast-prologue-parts "-DJAX_MARLIN_STREAM_FAST_PROLOGUE=3 -DJAX_MARLIN_STREAM_SKIP_EMPTY_REFILL=1"
+#   mk fp4s wip/fast-prologue-parts "-DJAX_MARLIN_STREAM_FAST_PROLOGUE=4 -DJAX_MARLIN_STREAM_SKIP_EMPTY_REFILL=1"
+# then run(command="bash docs/perf/session19/callF_prepared.sh", carry=[".variants"]).
 # session 19 call F: the streaming fast prologue's parts; probe binaries with the wgmma kernel left out (stream shapes only)
 set -u
 f=(-std=c++17 -O3 --expt-relaxed-constexpr)
