@@ -142,13 +142,18 @@ inline int wgmma_stages(const MarlinGemmArgs& args) {
   return static_cast<int>(ceil_div(args.k_pad / 16, kWgStageUnits));
 }
 
-// Blocks of `rows` rows resident at once: the launch bounds' count, or fewer
+// Blocks of `rows` rows an SM holds at once: the launch bounds' count, or fewer
 // where the shared memory (about 1 KB a block reserved by the driver) does not
 // hold them.
-inline int wgmma_slots(const DeviceLimits& device, int rows) {
+inline int wgmma_blocks_resident_per_sm(const DeviceLimits& device, int rows) {
   const int by_smem =
       std::max(1, (device.max_shared_bytes_per_block + 1024) / (wgmma_smem_bytes(rows) + 1024));
-  return std::max(1, device.sm_count) * std::min(wgmma_blocks_per_sm(rows), by_smem);
+  return std::min(wgmma_blocks_per_sm(rows), by_smem);
+}
+
+// Blocks of `rows` rows resident at once on the device.
+inline int wgmma_slots(const DeviceLimits& device, int rows) {
+  return std::max(1, device.sm_count) * wgmma_blocks_resident_per_sm(device, rows);
 }
 
 // The grid with blocks of `rows` rows. The k-split: as many splits as the
@@ -187,7 +192,7 @@ inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLim
   // (ChooseSplits still charges such a split the reduce it no longer runs.)
   const int64_t blocks = info.n_blocks * info.m_blocks * info.splits;
   const int64_t cluster_room = static_cast<int64_t>(device.cluster_blocks[0]) *
-                               (wgmma_slots(device, info.rows) / std::max(1, device.sm_count));
+                               wgmma_blocks_resident_per_sm(device, info.rows);
   info.cluster_k = JAX_MARLIN_WGMMA_CLUSTER_K && info.splits == 2 &&
                    device.compute_capability >= 90 && device.cluster_blocks[0] > 0 &&
                    blocks <= cluster_room;

@@ -537,6 +537,20 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     assert_close(np.asarray(tiled(jnp.asarray(a), w, to_jnp(b))), want, act)
 
 
+def _cluster_case(rng, M, N, K, act):
+    """A group-128 case whose wgmma plan is the on-chip k-split, and its plan: on an H200
+    every caller's shape must plan it (a default build: the feature must not go quietly
+    off); elsewhere the test skips where the plan has none."""
+    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act)
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert plan is not None and plan["cluster_k"], plan
+    if plan is None or not plan["cluster_k"]:
+        pytest.skip(f"no k-split cluster planned here: {plan}")
+    return case, w, plan
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 # Where a cluster is planned on an H200 (tests/test_wgmma_plan.py's planner, the H200's
 # limits): 256-row blocks (the first three, 200 x 8000 with an idle second warpgroup in its
@@ -549,16 +563,9 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
 def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     """A k-split in two runs as clusters of 2 blocks that add their halves through
     distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
-    oracle and bitwise reproducible. On an H200 every shape here must plan it (a default
-    build); elsewhere it skips where the plan has none."""
+    oracle and bitwise reproducible."""
     act = HALF[dtype]
-    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
-    w = case.prepare()
-    plan = ops.wgmma_plan(M, w, act)
-    if "H200" in jax.devices("gpu")[0].device_kind:  # the feature must not go quietly off
-        assert plan is not None and plan["cluster_k"], plan
-    if plan is None or not plan["cluster_k"]:
-        pytest.skip(f"no k-split cluster planned here: {plan}")
+    case, w, plan = _cluster_case(rng, M, N, K, act)
     assert plan["splits"] == 2, plan
     a = activations(rng, (M, K), act)
     b = activations(rng, (N,), act)
@@ -576,13 +583,7 @@ def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act)
     not order the copies' completion (cp.async.wait_group 0 in every thread, then
     barrier.cluster's release and acquire) before the peer's stores. A store that a late
     copy overwrote would read as a wrong, varying output here."""
-    case = make_case(rng, N=N, K=K, block_size=128, zp="packed", scale_dtype=act)
-    w = case.prepare()
-    plan = ops.wgmma_plan(M, w, act)
-    if "H200" in jax.devices("gpu")[0].device_kind:
-        assert plan is not None and plan["cluster_k"], plan
-    if plan is None or not plan["cluster_k"]:
-        pytest.skip(f"no k-split cluster planned here: {plan}")
+    case, w, _ = _cluster_case(rng, M, N, K, act)
     a = activations(rng, (M, K), act)
     b = activations(rng, (N,), act)
     fn = jax.jit(lambda a, w, b: ops._bind(a, w, b, impl="fused", split_k=0))
