@@ -603,7 +603,8 @@ cudaError_t LaunchSplitKReduce(const MarlinGemmArgs& args, const DeviceLimits& d
 
 // Whether the wgmma kernel takes a GEMM the streaming kernel declined: M =
 // kWgmmaMinM..kWgmmaMaxM on sm_90, unless a test asks for the tiled kernel, by name or with
-// a k-split count (only the tiled kernel takes one).
+// a k-split count (only the tiled kernel takes one). kForceWgmmaReduce keeps it (its split
+// through the reduce kernel).
 static bool wgmma_takes(const MarlinGemmArgs& args, const DeviceLimits& device,
                         int split_k_override) {
 #ifdef JAX_MARLIN_WGMMA
@@ -647,7 +648,8 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
       err != cudaErrorNotSupported)
     return err;
 #ifdef JAX_MARLIN_WGMMA
-  if (wgmma_takes(args, device, split_k_override)) return LaunchWgmmaGemm(args, device, stream);
+  if (wgmma_takes(args, device, split_k_override))
+    return LaunchWgmmaGemm(args, device, stream, split_k_override != kForceWgmmaReduce);
 #endif
 
   return with_activation_type(args.dtype, [&](auto act) {

@@ -500,16 +500,28 @@ bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
          wgmma_code_loaded(device);
 }
 
-bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info) {
+namespace {
+// The grid, with the on-chip split turned into partials and the reduce kernel
+// where asked (the workspace holds them: the plan's 2 splits came from it).
+WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
+                            bool on_chip_split) {
+  WgmmaGridInfo plan = plan_wgmma_grid(args, device);
+  if (!on_chip_split) plan.cluster_k = 0;
+  return plan;
+}
+}  // namespace
+
+bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
+                   bool on_chip_split) {
   if (!WgmmaGemmApplies(args, device)) return false;
-  *info = plan_wgmma_grid(args, device);
+  *info = launched_plan(args, device, on_chip_split);
   return true;
 }
 
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, bool on_chip_split) {
   WgmmaParams p = shape_params(args);
-  const WgmmaGridInfo plan = plan_wgmma_grid(args, device);
+  const WgmmaGridInfo plan = launched_plan(args, device, on_chip_split);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
   p.cluster_k = plan.cluster_k;

@@ -12,6 +12,10 @@ namespace jax_marlin {
 // split_k_override that sends M > 16 to the tiled mma.sync kernel even where
 // this one applies (tests reach both paths with it).
 constexpr int kForceTiledKernel = -2000;
+// split_k_override that keeps this kernel's plan but adds a 2-way k-split with
+// the reduce kernel where the plan adds it on chip (cluster_k): the same grid
+// and k ranges, so a test compares the two sums' bits.
+constexpr int kForceWgmmaReduce = -2001;
 
 // Whether the wgmma kernel takes this GEMM on this device: sm_90 with the
 // module's sm_90a code loaded, M in [kWgmmaMinM, kWgmmaMaxM], groups of at least
@@ -37,11 +41,13 @@ struct WgmmaGridInfo {
   int smem_bytes;        // dynamic shared memory a block
   int cluster_k;         // 1: the 2 splits of a tile are a cluster that adds on chip (no reduce)
 };
-bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info);
+// on_chip_split = false: kForceWgmmaReduce's plan (cluster_k = 0).
+bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
+                   bool on_chip_split = true);
 
 // Launches it (call only where WgmmaGemmApplies). Allocates nothing, never
 // synchronises; a k-split uses the caller's workspace.
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream);
+                            cudaStream_t stream, bool on_chip_split = true);
 
 }  // namespace jax_marlin

@@ -462,6 +462,7 @@ def test_cuda_dequantization_strides_over_more_tiles_than_a_grid_holds(rng):
 
 
 FORCE_TILED_KERNEL = -2000  # ffi/wgmma_kernel.h kForceTiledKernel
+FORCE_WGMMA_REDUCE = -2001  # ffi/wgmma_kernel.h kForceWgmmaReduce
 
 WGMMA_CASES = [(M, N, K, block, zp)
                for M in (17, 33, 64, 65, 128, 130, 256, 300, 1000)
@@ -594,6 +595,30 @@ def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act)
     for i, y in enumerate(outs[1:], 1):
         np.testing.assert_array_equal(np.asarray(y).view(np.uint16), first.view(np.uint16),
                                       err_msg=f"run {i}")
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (100, 8000, 2056),
+                                     (256, 4096, 4096), (50, 14300, 2056), (20, 14336, 4104)])
+def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
+    """The on-chip split adds split 0's half and split 1's in the reduce kernel's order,
+    bias last, one rounding: on the same grid (FORCE_WGMMA_REDUCE keeps the plan and sends
+    the partials through the workspace and the reduce kernel) the outputs are bitwise
+    equal, and right."""
+    act = HALF[dtype]
+    case, w, plan = _cluster_case(rng, M, N, K, act)
+    assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_REDUCE) == dict(plan, cluster_k=False)
+    assert ops.planned_kernel(M, w, act, FORCE_WGMMA_REDUCE) == "wgmma"
+    a = jnp.asarray(activations(rng, (M, K), act))
+    b = to_jnp(activations(rng, (N,), act))
+
+    def run(split_k):
+        return np.asarray(jax.jit(lambda a, w, b: ops._bind(
+            a, w, b, impl="fused", split_k=split_k))(a, w, b))
+
+    on_chip, reduced = run(0), run(FORCE_WGMMA_REDUCE)
+    assert_close(on_chip, oracle64(np.asarray(a), case, np.asarray(b)), act)
+    np.testing.assert_array_equal(on_chip.view(np.uint16), reduced.view(np.uint16))
 
 
 def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
