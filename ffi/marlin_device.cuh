@@ -171,14 +171,26 @@ __device__ __forceinline__ uint32_t peer_shared_address(uint32_t addr, uint32_t 
 // 16 bytes into a peer's shared memory (16-byte aligned), completing 16
 // bytes of the current phase of the peer's barrier `peer_bar`. The data
 // comes from registers: nothing of this block's is read after the issue.
+// The values are f32 operands, not their bits: as .b32 integer operands they
+// turned the wgmma kernel's accumulators into integer registers inside the
+// asynchronous window, and ptxas serialized every wgmma (C7511; a review).
 __device__ __forceinline__ void st_async_16(uint32_t peer_addr, float4 v, uint32_t peer_bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, "
       "[%5];\n" ::"r"(peer_addr),
-      "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-      "r"(__float_as_uint(v.w)), "r"(peer_bar)
+      "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(peer_bar)
       : "memory");
+#endif
+}
+
+// One arrival on a peer's barrier (a shared::cluster address), releasing at
+// cluster scope what this thread did before it: the peer's acquiring wait
+// then orders it before what the peer does next.
+__device__ __forceinline__ void mbarrier_arrive_peer(uint32_t peer_bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(peer_bar)
+               : "memory");
 #endif
 }
 

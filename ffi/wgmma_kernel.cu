@@ -84,6 +84,27 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   const int g = lane >> 2, q = lane & 3;
   const int tile0 = blockIdx.x * kWgTiles;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+#if __CUDA_ARCH__ >= 900
+  // The on-chip split's exchange through mbarriers (the epilogue): two
+  // barriers past the ring, in the bytes the base's 1024-alignment leaves
+  // (>= 16: the dynamic base is 16-byte aligned). ring_free counts the
+  // peer's threads saying that the peer's ring may be written; halves_in
+  // counts the bytes of the peer's half landing in this ring. Set up now,
+  // before the cluster arrive that the epilogue's wait pairs with, so that
+  // the peer sees them initialized.
+  constexpr uint32_t kHalfBytes = (kRows / 4) * 4 * kWgThreads;
+  const uint32_t ring_free = smem_base + Cfg::kStages * Cfg::kStageBytes;
+  const uint32_t halves_in = ring_free + 8;
+  if (p.cluster_k) {
+    if (tid == 0) {
+      mbarrier_init(ring_free, kWgThreads);
+      mbarrier_init(halves_in, 1);
+      mbarrier_arrive_expect_tx(halves_in, kHalfBytes);
+      fence_mbarrier_init();
+    }
+    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+  }
+#endif
   // The k-split: this block's stages. Where the grid of column tiles and row
   // blocks alone leaves SMs idle (N = 4096 or 8192: 32 or 64 blocks), the
   // stages are cut into num_splits ranges, one a blockIdx.z.
@@ -361,23 +382,33 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
                   "the peer's half fits the ring");
     uint32_t rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    // The peer's ring is free once its last wgmma and copy completed (both
-    // waited for above, before this arrive).
-    asm volatile("barrier.cluster.arrive;\n" ::: "memory");
+    // Why mbarriers and st.async rather than two cluster barriers around plain
+    // remote stores (as fast, session 20 call A): racecheck did not follow the
+    // cluster barriers' ordering and reported 0-16 hazards a run between the
+    // ring's copies and the peer's stores; on these release/acquire edges it
+    // reports none.
+    // The peer's barriers are set up (its prologue's arrive). This thread's
+    // wgmmas and copies have completed (waited for above): it tells the peer
+    // that its share of this ring is free, releasing at cluster scope, and
+    // waits until every thread of the peer has said so of the peer's ring.
+    // The pushes then count on the peer's halves_in, and this block reads
+    // its own ring once the peer's kHalfBytes have landed. Neither block
+    // touches the other's shared memory after the other's last wait.
     asm volatile("barrier.cluster.wait;\n" ::: "memory");
+    mbarrier_arrive_peer(peer_shared_address(ring_free, rank ^ 1u));
+    mbarrier_wait_cluster(ring_free, 0);
     const uint32_t peer = peer_shared_address(smem_base, rank ^ 1u);
+    const uint32_t peer_halves_in = peer_shared_address(halves_in, rank ^ 1u);
+    static_assert(kHalfBytes == kHalf * 4 * kWgThreads, "the bytes halves_in expects");
 #pragma unroll
     for (int c = 0; c < kHalf / 4; ++c) {
       float v[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = rank ? d[4 * c + e] : d[kHalf + 4 * c + e];
-      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                       peer + (c * kWgThreads + tid) * 16),
-                   "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                   : "memory");
+      st_async_16(peer + (c * kWgThreads + tid) * 16, make_float4(v[0], v[1], v[2], v[3]),
+                  peer_halves_in);
     }
-    asm volatile("barrier.cluster.arrive;\n" ::: "memory");
-    asm volatile("barrier.cluster.wait;\n" ::: "memory");
+    mbarrier_wait_cluster(halves_in, 0);
     if (tile < p.n_tiles) {
       T* out = static_cast<T*>(p.out);
       const T* bias = static_cast<const T*>(p.bias);
