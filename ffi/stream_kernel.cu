@@ -187,6 +187,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // instance stages all of the block's steps at once.
   static_assert(!kPhases || (!kTileSplit && kMT == 2), "phases: the 16-row stream-K kernels");
   static_assert(!kGroupCluster || (!kTileSplit && !kPhases), "group cluster: stream-K, A at once");
+  // No copy where the step kRingSteps ahead does not exist (the warp's last
+  // kRingSteps steps: at 4096 x 4096's 2 steps a warp, every refill), where
+  // the ring wrote zeros that nothing reads; the commit groups stay, so every
+  // wait counts the same. Session 20 call B: -0.07 to -0.09 us on the tile
+  // split's four shapes. Not in the 16-row kernels with groups under 128,
+  // which sit at the 128-register cap and spill already.
+  constexpr bool kSkipEmptyRefill = kMT == 1 || kGroupUnits >= kStepUnits;
   const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;  // A held
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
@@ -355,20 +362,29 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const uint32_t inbox =
       (a_base + p.a_phase_steps * (a_step_bytes + sums_step_bytes) + 15) & ~uint32_t{15};
   const uint32_t inbox_bar = smem_base + kBarrierOffset;
+  // At M = 1 the inbox is set up after the code ring's first copies, so that
+  // the weight requests leave earlier (nothing before the epilogue's cluster
+  // wait needs it): session 20 call B, 4096 x 4096 5.77 -> 5.70 us and
+  // 14336 x 4096 11.34 -> 11.03; at M = 8 and 16 it lost 0.04 and 0.15, so
+  // there it stays first.
+  const bool late_inbox = kTileSplit && rows == 1;
 #if __CUDA_ARCH__ >= 900
-  if (kTileSplit && p.tile_split > 1) {
-    if (threadIdx.x == 0) {
-      mbarrier_init(inbox_bar, 1);
-      const int rank = blockIdx.x % p.tile_split;
-      const int quads = tile_quad_first(rank + 1, rows * 16, p.tile_split) -
-                        tile_quad_first(rank, rows * 16, p.tile_split);
-      mbarrier_arrive_expect_tx(inbox_bar, 16 * (p.tile_split - 1) * quads);
-      fence_mbarrier_init();
+  auto init_tile_inbox = [&] {
+    if (kTileSplit && p.tile_split > 1) {
+      if (threadIdx.x == 0) {
+        mbarrier_init(inbox_bar, 1);
+        const int rank = blockIdx.x % p.tile_split;
+        const int quads = tile_quad_first(rank + 1, rows * 16, p.tile_split) -
+                          tile_quad_first(rank, rows * 16, p.tile_split);
+        mbarrier_arrive_expect_tx(inbox_bar, 16 * (p.tile_split - 1) * quads);
+        fence_mbarrier_init();
+      }
+      asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
     }
-    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
-  }
+  };
+  if (!late_inbox) init_tile_inbox();
 #else
-  (void)inbox, (void)inbox_bar;  // sm_80: clusters of one block, no pushes
+  (void)inbox, (void)inbox_bar, (void)late_inbox;  // sm_80: clusters of one block, no pushes
 #endif
   // The group cluster (stream_plan.h, C = -p.tile_split): the same push
   // into the same inbox past A (the planner gives A ceil(L / C) steps), with
@@ -467,8 +483,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       } else {
 #pragma unroll
         for (int u = 0; u < kStepUnits; ++u) {
-          cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
-                             src + lane + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
+          if (!kSkipEmptyRefill || valid_r > 0)
+            cp_async_stream_16(ring_lane + (r * kStepUnits + u) * kUnitBytes,
+                               src + lane + u * (kUnitWords / 4), u < valid_r ? 16 : 0);
           if (u == 0) fill_words(ng_fill, ks_fill, valid_r > 0, r, r);
           cp_async_commit();
         }
@@ -476,6 +493,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       advance(ng_fill, ks_fill);
     }
   }
+#if __CUDA_ARCH__ >= 900
+  if (late_inbox) init_tile_inbox();
+#endif
 
   // ldmatrix.x4 lane addresses. kMT = 1: matrices {unit u k0-7, unit u k8-15,
   // unit u+1 k0-7, unit u+1 k8-15} of rows 0-7, i.e. the B fragments of two
@@ -925,8 +945,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           // read from the slot, so the LDS has returned before the copy that
           // overwrites the slot can issue (volatile asm keeps this order).
           asm volatile("" ::"r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w));
-          cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
-                             u < valid_fill ? 16 : 0);
+          if (!kSkipEmptyRefill || valid_fill > 0)
+            cp_async_stream_16(ring_step + u * kUnitBytes, src_fill + u * (kUnitWords / 4),
+                               u < valid_fill ? 16 : 0);
           if (u == 0)
             fill_words(ng_fill, ks_fill, valid_fill > 0, kRingSteps,
                        words_i == 0 ? kWordsSteps - 1 : words_i - 1);  // (i + kRingSteps) mod kWordsSteps
