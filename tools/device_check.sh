@@ -4,6 +4,7 @@
 # Environment: BENCH="--quick" (benchmark arguments; unset skips it), DECODE=" " (run
 # examples/decode.py with these arguments), SANITIZE="memcheck racecheck" (compute-sanitizer
 # tools to run over tools/sanitize_sweep.py),
+# SANITIZE_PARTS="fused dense" (one sanitizer process a sweep part; tools/gpu_probes.sh),
 # SKIP_EXAMPLES=1, TEST_TIMEOUT (s), CUDA_FLAGS (extra nvcc flags for the build, e.g.
 # "-DJAX_MARLIN_STREAM_RING_STEPS=3" for the streaming kernel's ring depth),
 # NCU="--K 8192 --N 28672 --M 1" and NCU2=... (Nsight Compute on the streaming kernel for that GEMM:

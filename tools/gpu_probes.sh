@@ -12,6 +12,16 @@ repo="${repo:-$(pwd)}"
 # calls (dmesg put the fault in its binary), and each of those runs passed when
 # repeated. A crash of ours would crash the second run too.
 run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default]
+  # SANITIZE_PARTS="fused dense ..." (tools/sanitize_sweep.py's PARTS): one process a
+  # part, each with its own timeout and log (LOG.PART): compute-sanitizer crashed on the
+  # whole sweep under racecheck in session 21, after the first parts had run clean.
+  if [ -n "${SANITIZE_PARTS-}" ]; then
+    local part
+    for part in $SANITIZE_PARTS; do
+      SWEEP_PARTS="$part" SANITIZE_PARTS="" run_sanitizer "$1" "$2" "$3.$part" "${4-}"
+    done
+    return
+  fi
   local attempt rc
   for attempt in 1 2; do
     (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform \
@@ -26,7 +36,7 @@ run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default
     fi
     break
   done
-  echo "$1 exit $rc"; tail -2 "$3"
+  echo "$1${SWEEP_PARTS:+ ($SWEEP_PARTS)} exit $rc"; grep "sanitize sweep" "$3" | tail -3; tail -1 "$3"
 }
 
 # Nsight Compute on the streaming kernels of one GEMM (tools/profile_one.py

@@ -4,6 +4,7 @@
         --kernel-name kns=marlin python3 tools/sanitize_sweep.py
     (and --tool racecheck)
     SWEEP_SPLIT_K=-2 ... python3 tools/sanitize_sweep.py   # one fused grid only
+    SWEEP_PARTS="group_clusters wgmma_clusters" ...          # some parts only (PARTS)
 
 The platform allocator gives every buffer its own cudaMalloc, so an access one
 element past a buffer is outside any allocation and memcheck sees it (inside
@@ -67,22 +68,9 @@ def _check_dequantize(case, w):
     assert np.isfinite(err) and err < 1e-2, (case, err)
 
 
-def main():
-    # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
-    # forced tile split with clusters of two, three and eight blocks (where k has
-    # the steps they need; three cuts a tile's outputs unevenly between the
-    # blocks that store them). Then, in a second pass (it runs XLA's dot too, so a failure there
-    # leaves the first pass's count printed), the dense path with its CUDA
-    # dequantization where K % 8 == 0. The cases (weights, oracle) are made once.
-    # SWEEP_SPLIT_K=s: the fused kernel with that split_k alone (a short run for a
-    # tool that cannot finish the whole sweep in its time: racecheck, session 13).
-    cases = list(_cases(np.random.default_rng(0)))
-    # 1003: the group cluster of 3 blocks a column group (ffi/stream_plan.h).
-    passes = ((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3), ("fused", -8),
-               ("fused", 1003)),
-              (("dense", 0),))
-    if "SWEEP_SPLIT_K" in os.environ:
-        passes = ((("fused", int(os.environ["SWEEP_SPLIT_K"])),),)
+def fused_and_dense(cases, passes):
+    # Per case, each (impl, split_k) of a pass; the dense pass comes second (it runs
+    # XLA's dot too, so a failure there leaves the first pass's count printed).
     for impls in passes:
         checked = 0
         for case, a, w, bias, ref in cases:
@@ -91,6 +79,9 @@ def main():
                 checked += 1
         print(f"sanitize sweep: {checked} {impls[0][0]} calls checked against the oracle",
               flush=True)
+
+
+def dequantizations(cases):
     checked = 0
     for case, _, w, _, _ in cases:
         if case[2] % 8 == 0 and ops.fused_applies(case[-1], 4):
@@ -98,9 +89,11 @@ def main():
             checked += 1
     print(f"sanitize sweep: {checked} CUDA dequantizations checked against the oracle",
           flush=True)
+
+
+def a_phases(rng):
     # A in phases (ffi/stream_plan.h): only a grid this large needs it (on an H200,
     # 15992 x 12300 at M = 16: 264 blocks of 11-12 steps, phases of 5; the last one short).
-    rng = np.random.default_rng(1)
     M, N, K, block = 16, 12300, 15992, 128
     w, a, bias, ref = _operands(rng, M, N, K, block, jnp.float16)
     _check((M, N, K, "packed", jnp.float16), a, w, bias, ref, "fused", 0)
@@ -110,8 +103,11 @@ def main():
         assert plan["a_phase_steps"] < steps, plan
     print(f"sanitize sweep: A staged {plan['a_phase_steps']} steps at a time over {steps} "
           "steps a block, checked", flush=True)
+
+
+def group_clusters(rng):
     # The group cluster (ffi/stream_plan.h) at M <= 8, where the planner takes it: the
-    # shapes above have too few k-steps for it (split_k = 1003 falls back there but at
+    # sweep's shapes have too few k-steps for it (split_k = 1003 falls back there but at
     # M = 12). Forced here, each plan checked to be the group cluster on sm_90: one-row
     # and group-row kernels, groups of 32 without group rows, implicit zero points, bf16,
     # and C = 3, 5, 6, 8 (slices of unequal size).
@@ -127,18 +123,56 @@ def main():
             checked += 1
         _check((M, N, K, zp, dtype), a, w, bias, ref, "fused", 1000 + C)
     print(f"sanitize sweep: {checked} group-cluster calls checked", flush=True)
-    wgmma_k_split_clusters(rng)
+
+
+PARTS = ("fused", "dense", "dequantize", "a_phases", "group_clusters", "wgmma_clusters")
+
+
+def main():
+    # The fused kernels: the heuristic's choice, a forced split-K reduce, and a
+    # forced tile split with clusters of two, three and eight blocks (where k has
+    # the steps they need; three cuts a tile's outputs unevenly between the
+    # blocks that store them); the dense path with its CUDA dequantization where
+    # K % 8 == 0; then the grids only larger shapes get. The cases (weights,
+    # oracle) are made once.
+    # SWEEP_SPLIT_K=s: the fused kernel with that split_k alone (a short run for a
+    # tool that cannot finish the whole sweep in its time: racecheck, session 13).
+    # SWEEP_PARTS="fused dense ...": those parts of PARTS alone, one process each being
+    # a shorter run for a tool that crashes on long ones (compute-sanitizer, session 21).
+    parts = os.environ.get("SWEEP_PARTS", " ".join(PARTS)).split()
+    unknown = set(parts) - set(PARTS)
+    assert not unknown, f"SWEEP_PARTS: {sorted(unknown)} not among {PARTS}"
+    cases = (list(_cases(np.random.default_rng(0)))
+             if {"fused", "dense", "dequantize"} & set(parts) else [])
+    # 1003: the group cluster of 3 blocks a column group (ffi/stream_plan.h).
+    passes = []
+    if "fused" in parts:
+        passes.append((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3),
+                       ("fused", -8), ("fused", 1003)))
+    if "dense" in parts:
+        passes.append((("dense", 0),))
+    if "SWEEP_SPLIT_K" in os.environ:
+        passes = [(("fused", int(os.environ["SWEEP_SPLIT_K"])),)]
+    fused_and_dense(cases, passes)
+    if "dequantize" in parts:
+        dequantizations(cases)
+    if "a_phases" in parts:
+        a_phases(np.random.default_rng(1))
+    if "group_clusters" in parts:
+        group_clusters(np.random.default_rng(2))
+    if "wgmma_clusters" in parts:
+        wgmma_k_split_clusters(np.random.default_rng(3))
 
 
 def wgmma_k_split_clusters(rng):
     """The wgmma kernel's k-split as clusters of 2 (ffi/wgmma_plan.h; where the plan has
     them): ragged M, N and K, the halves added through distributed shared memory.
     Alone: python3 -c "import sanitize_sweep as s, numpy as np;
-    s.wgmma_k_split_clusters(np.random.default_rng(1))" (from tools/). racecheck reads
-    0-16 write-write hazards a run here (session 19), between a block's ring copies and its
-    peer's stores after the cluster barrier, varying between identical runs: it does not
-    order the copies' completion by barrier.cluster. tests/test_gpu.py's back-to-back
-    test is the check of that exchange; memcheck's bounds hold here."""
+    s.wgmma_k_split_clusters(np.random.default_rng(1))" (from tools/). With the exchange
+    through plain stores after a cluster barrier, racecheck read 0-16 write-write hazards
+    a run here (session 19): it does not order the copies' completion by barrier.cluster.
+    The exchange now goes through mbarriers (release/acquire at cluster scope), which
+    racecheck follows; tests/test_gpu.py's back-to-back test checks it too."""
     checked = 0
     shapes = [(100, 8000, 2056, jnp.float16), (200, 8000, 4100, jnp.bfloat16),
               (20, 12000, 2056, jnp.float16)]  # the last: 32-row blocks, two an SM
