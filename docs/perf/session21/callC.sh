@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# session 21 call C (prepared, not run: no device was lent after call B): the decode example
-# with a head-major KV cache and one rotary pass for q and k (examples/decode.py with
-# docs/perf/session21/wip/decode-headmajor.diff applied: `git apply` it first) against the
-# example as it is on main (callC/decode_before.py, = 2efceaa:examples/decode.py): tokens/s
+# session 21 call C (prepared, not run: no device was lent after call B), on main: the decode
+# example with a head-major KV cache and one rotary pass for q and k (the script applies
+# docs/perf/session21/wip/decode-headmajor.diff to the device's copy) against the example as
+# it is on main: tokens/s
 # (examples/decode.py defaults: Llama-3-8B dimensions, 4 layers, 64 steps) and a kernel trace
 # of each (tools/decode_trace.py, batch 1, 16 steps). The GPU runs tests/test_examples.py too.
 # run(command="bash docs/perf/session21/callC.sh", carry=[".ffi"])
@@ -10,7 +10,8 @@ set -u
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 repo=$(pwd)
 mkdir -p /tmp/old/examples /tmp/old/tools
-cp docs/perf/session21/callC/decode_before.py /tmp/old/examples/decode.py  # 2efceaa:examples/decode.py
+cp examples/decode.py /tmp/old/examples/decode.py  # main's, before the diff
+git apply docs/perf/session21/wip/decode-headmajor.diff || patch -p1 < docs/perf/session21/wip/decode-headmajor.diff || exit 1
 cp tools/decode_trace.py /tmp/old/tools/
 SKIP_EXAMPLES=1 TEST_TIMEOUT=120 DECODE=" " DECODE_TIMEOUT=150 \
   bash tools/device_check.sh -k examples > $OUT/check.log 2>&1
