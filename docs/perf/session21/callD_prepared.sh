@@ -28,9 +28,19 @@ pc=/tmp/pc; mkdir -p $pc /tmp/po/off /tmp/po/w16
  grep -ci "spill" /tmp/po/w16/ptxas.log | sed 's/^/ptxas lines naming spills (w16): /') > /tmp/probe_build.log 2>&1 &
 pb=$!
 CUDA_FLAGS="-DJAX_MARLIN_STREAM_TILE_WARPS=16" SKIP_EXAMPLES=1 TEST_TIMEOUT=200 \
-  bash tools/device_check.sh -n 8 -m gpu -k "tile or split or cluster or wide or stream or small_m" \
+  bash tools/device_check.sh -n 8 -m gpu -rs -k "tile or split or cluster or wide or stream or small_m" \
   > $OUT/check.log 2>&1
 grep -E "took|passed|failed|total" $OUT/check.log
+# The build must plan 16 warps where the rule says (a knob that did not reach the build would
+# skip test_wide_tile_split_blocks and read green).
+(cd /tmp && python3 -c "
+import numpy as np, jax_marlin as jm
+from jax_marlin import ops
+q = jm.quantize(np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32))
+w = jm.prepare(q.packed, q.scales, q.zero_points, K=4096, N=4096, block_size=128)
+p = ops.stream_plan(1, w, np.float16); print(p); assert p['warps'] == 16, p
+") 2>&1 | tail -2 | tee -a $OUT/check.log
+grep -c "SKIPPED.*wide tile split" $OUT/pytest.log | sed 's/^/wide-test skips: /'
 wait $pb; cat /tmp/probe_build.log
 for r in 1 2; do for n in off w16; do
   echo "== $n r$r" | tee -a $OUT/probe.log
