@@ -14,6 +14,8 @@ batch ``M``, activation dtype and quantization group:
 ``tinygemm``          ``torch.ops.aten._weight_int4pack_mm`` (only when torch with
                       CUDA works here; bf16 activations where it takes no fp16, as
                       the note says; a failure skips the row with a message)
+``dense_pass``,       not in the default set: ``dense`` and ``jax_marlin`` timed the way
+``jax_marlin_pass``   tinygemm is, for a comparison with it in the same way (below)
 
 Protocol (``shared/bench/ANCHORS.md``):
 
@@ -44,7 +46,13 @@ Protocol (``shared/bench/ANCHORS.md``):
   (>= 5) calls, measured twice: ``us`` and ``us_run2`` are the two independent
   medians, ``spread_pct`` their difference. tinygemm is timed with CUDA events
   around replays of a CUDA graph of the same rotation (eager launches if
-  capture fails).
+  capture fails): a pass of the rotation's GEMMs, no checksum, no loop. The
+  ``*_pass`` rows time the JAX ops that way too: one jitted pass over the same
+  rotation that returns every output, called back to back, host wall time over
+  its GEMMs (median of ``--repeats`` calls of as many passes as the loop's rules
+  ask for), and their ``speedup_vs_dense`` is against ``dense_pass``. They
+  answer whether the loop's checksum and step, which the JAX rows carry and
+  tinygemm's do not, decide a comparison with tinygemm.
 * Data are random normal (never zeros). The first GEMM of every timed call
   (copy 0, the unmodified ``x``) is checked against a float32 dequantize-then-dot
   of the ONNX tensors (``rel_err``, relative Frobenius error).
@@ -95,6 +103,8 @@ DEFAULT_MS = "1,2,4,8,16,32,64,128,256,1024,4096"
 QUICK_SHAPES = "4096x14336,8192x28672"
 QUICK_MS = "1,16,64,256,4096"
 IMPLS = ("dense", "jax_marlin", "jax_marlin_fused", "jax_marlin_dense", "xla_int4", "tinygemm")
+PASS_IMPLS = ("dense_pass", "jax_marlin_pass")  # opt-in (--impls): timed as tinygemm is
+ALL_IMPLS = IMPLS + PASS_IMPLS
 FORCED = ("jax_marlin_fused", "jax_marlin_dense")
 COLUMNS = ("K", "N", "M", "dtype", "group", "impl", "us", "speedup_vs_dense", "us_run2",
            "spread_pct", "weight_GBps", "read_GBps", "TFLOPs", "rel_err", "gemms_per_call",
@@ -309,6 +319,20 @@ JAX_OPS = {
 LOOPS = {name: make_loop(op) for name, op in JAX_OPS.items()}
 
 
+def make_pass(op):
+    """One pass over the rotation with no checksum and no loop, every output returned (so
+    none is dead code): what tinygemm's CUDA graph replays run."""
+
+    @functools.partial(jax.jit, compiler_options=loop_compiler_options())
+    def one_pass(x, weights):
+        return tuple(op(x, w) for w in weights)
+
+    return one_pass
+
+
+PASSES = {"dense_pass": make_pass(op_dense), "jax_marlin_pass": make_pass(op_marlin("auto"))}
+
+
 @jax.jit
 def _reference(x, weight_nk):
     """The float32 oracle: ``x @ weight_nk^T`` at the highest precision."""
@@ -361,6 +385,28 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     note = "" if bool(jnp.isfinite(total)) else "non-finite running sum"
     return Measurement(us[0], us[1], gemms, copies, compile_s, float(_rel_err(y0, ref_all)),
                        tree_bytes(weights[0]), note)
+
+
+def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
+    """``PASSES[impl]`` called ``passes`` times back to back (dispatch is asynchronous: the
+    host queues the passes while the GPU runs them), wall time over the GEMMs."""
+    one_pass, copies = PASSES[impl], len(weights)
+    start = time.perf_counter()
+    ys = jax.block_until_ready(one_pass(x, weights))
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    jax.block_until_ready(one_pass(x, weights))
+    passes = timing.passes(copies, time.perf_counter() - start)
+
+    def call():
+        for _ in range(passes):
+            out = one_pass(x, weights)
+        return out
+
+    jax.block_until_ready(call())
+    us = [median_call_s(call, timing.repeats) * 1e6 / (passes * copies) for _ in range(2)]
+    return Measurement(us[0], us[1], passes * copies, copies, compile_s,
+                       float(_rel_err(ys[0], ref_all)), tree_bytes(weights[0]))
 
 
 # --- torch tinygemm ---------------------------------------------------------------------------
@@ -569,19 +615,21 @@ class Results:
         log(f"{'K':>6} {'N':>6} {'M':>5} {'dtype':>8} {'grp':>4} {'impl':<20} {'us':>10} "
             f"{'us_run2':>10} {'x_dense':>7} {'wGB/s':>7} {'TFLOP/s':>7} {'rel_err':>8}  note")
 
-    def dense_us(self, K, N, M, dtype, group):
+    def dense_us(self, K, N, M, dtype, group, baseline="dense"):
         for row in reversed(self.rows):
             if (row["K"], row["N"], row["M"], row["dtype"], row["group"], row["impl"]) == (
-                    K, N, M, dtype, group, "dense"):
+                    K, N, M, dtype, group, baseline):
                 return row["us"]
         return None
 
     def add(self, K, N, M, dtype, group, impl, m: Measurement, dense_us=None):
-        """One row; ``dense_us`` is the baseline (default: this config's ``dense`` row)."""
-        if impl == "dense":
+        """One row; ``dense_us`` is the baseline (default: this config's ``dense`` row, or
+        its ``dense_pass`` row for a ``*_pass`` row)."""
+        baseline = "dense_pass" if impl in PASS_IMPLS else "dense"
+        if impl == baseline:
             dense_us = m.us
         elif dense_us is None:
-            dense_us = self.dense_us(K, N, M, dtype, group)
+            dense_us = self.dense_us(K, N, M, dtype, group, baseline)
         dense = dense_us
         wbytes = quantized_bytes(K, N, block_size_for(K, group))
         row = dict(K=K, N=N, M=M, dtype=dtype, group=group, impl=impl, us=m.us,
@@ -618,7 +666,7 @@ def _fmt(value, spec):
 
 def print_summary(rows, ms):
     """Pivots of the sweep: microseconds, then speed-up over dense, per shape and impl."""
-    sweep = [r for r in rows if r["impl"] in IMPLS]
+    sweep = [r for r in rows if r["impl"] in ALL_IMPLS]
     blocks = list(dict.fromkeys((r["dtype"], r["group"]) for r in sweep))
     for title, key, spec in (("us per GEMM", "us", "8.1f"),
                              ("speed-up over dense", "speedup_vs_dense", "8.2f")):
@@ -627,7 +675,7 @@ def print_summary(rows, ms):
             log(f"{'K x N':<12} {'impl':<17}" + "".join(f"{'M=' + str(m):>9}" for m in ms))
             selected = [r for r in sweep if (r["dtype"], r["group"]) == (dtype, group)]
             for shape in dict.fromkeys((r["K"], r["N"]) for r in selected):
-                for impl in IMPLS:
+                for impl in ALL_IMPLS:
                     cells = {r["M"]: r[key] for r in selected
                              if (r["K"], r["N"], r["impl"]) == (*shape, impl)}
                     if cells:
@@ -693,7 +741,7 @@ def try_measure(label, fn):
 
 def run_sweep(args, timing: Timing, results: Results, key, deadline: Deadline, tinygemm):
     """Every (dtype, group, shape) block, float16 first; none starts after the budget."""
-    impls = [i for i in IMPLS if i in args.impls]
+    impls = [i for i in ALL_IMPLS if i in args.impls]
     blocks = [(d, g, s) for d in args.dtypes for g in args.groups for s in args.shapes]
     sweep_start = time.perf_counter()
     for done, (dtype, group, (K, N)) in enumerate(blocks):
@@ -723,8 +771,9 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
     key_w, key_x = jax.random.split(key)
     onnx = onnx_copies(key_w, K, N, block, dtype, n_int4)
     weights = {}
-    if "dense" in impls:
-        weights["dense"] = tuple(dense_weight(q, dtype) for q in onnx[:n_dense])
+    if "dense" in impls or "dense_pass" in impls:
+        dense = tuple(dense_weight(q, dtype) for q in onnx[:n_dense])
+        weights.update({impl: dense for impl in ("dense", "dense_pass") if impl in impls})
     if "xla_int4" in impls:
         weights["xla_int4"] = tuple(xla_int4_weights(q, dtype) for q in onnx)
     marlin = tuple(marlin_weights(q, dtype) for q in onnx) if any(
@@ -762,8 +811,8 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
                 m = try_measure(label, lambda: tinygemm.measure(x_host, onnx, jnp.dtype(dtype),
                                                                 ref_all, timing))
             else:
-                m = try_measure(label, lambda: measure_jax(impl, x, weights[impl], ref_all,
-                                                           timing))
+                measure = measure_jax_pass if impl in PASS_IMPLS else measure_jax
+                m = try_measure(label, lambda: measure(impl, x, weights[impl], ref_all, timing))
             if m is not None:
                 results.add(K, N, M, dtype, group, impl, m)
     if tinygemm is not None:
@@ -873,7 +922,9 @@ def parse_args(argv):
     p.add_argument("--groups", type=_list(int), default=[128],
                    help="group sizes; -1 = per-channel (default 128)")
     p.add_argument("--impls", type=_list(str), default=list(IMPLS),
-                   help=f"subset of {','.join(IMPLS)} (default all; dense gives the baseline)")
+                   help=f"subset of {','.join(ALL_IMPLS)} (default: all but "
+                        f"{','.join(PASS_IMPLS)}; dense gives the baseline, dense_pass the "
+                        "*_pass rows')")
     p.add_argument("--no-forced", action="store_true",
                    help=f"drop the forced-path rows {', '.join(FORCED)}")
     p.add_argument("--layer-stack", action=argparse.BooleanOptionalAction, default=None,
@@ -912,9 +963,9 @@ def parse_args(argv):
     for name in ("layer_stack", "repack"):
         if getattr(args, name) is None:
             setattr(args, name, not args.quick)
-    unknown = set(args.impls) - set(IMPLS)
+    unknown = set(args.impls) - set(ALL_IMPLS)
     if unknown:
-        p.error(f"unknown impls {sorted(unknown)}; choose from {IMPLS}")
+        p.error(f"unknown impls {sorted(unknown)}; choose from {ALL_IMPLS}")
     bad_groups = [g for g in args.groups if g != -1 and (g < 16 or g & (g - 1))]
     if bad_groups:
         p.error(f"groups must be powers of two >= 16, or -1 (per-channel): {bad_groups}")

@@ -215,3 +215,28 @@ def test_gap_trace_measures_the_idle_time_between_calls(monkeypatch):
     # Gaps: 8 - 5 = 3, then 21 - (16 + 1) = 4; none across the fusion.
     assert gap_trace.gaps_between(rows, "stream_gemm") == (5.0, 3.5, 4, 2)
     assert gap_trace.gaps_between(rows, "dequant") is None
+
+
+def test_pass_rows_time_the_ops_as_tinygemm_is_timed(tmp_path):
+    """dense_pass and jax_marlin_pass (opt-in): a jitted pass over the rotation with every
+    output returned, called back to back; checked against the oracle, ratios against
+    dense_pass, and not in the default set."""
+    path = tmp_path / "pass.csv"
+    bench.main(["--shapes", "256x128", "--ms", "1,3", "--dtypes", "float16",
+                "--no-layer-stack", "--no-repack", "--repeats", "1", "--min-gemms", "2",
+                "--min-call-ms", "0", "--max-copies", "2", "--min-pass-gemms", "4",
+                "--impls", "dense,dense_pass,jax_marlin_pass", "--csv", str(path)])
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["M"], r["impl"]) for r in rows} == {
+        (m, i) for m in ("1", "3") for i in ("dense", "dense_pass", "jax_marlin_pass")}
+    for m in ("1", "3"):
+        by_impl = {r["impl"]: r for r in rows if r["M"] == m}
+        marlin = by_impl["jax_marlin_pass"]
+        assert float(marlin["speedup_vs_dense"]) == pytest.approx(
+            float(by_impl["dense_pass"]["us"]) / float(marlin["us"]), rel=1e-4)
+        assert float(by_impl["dense_pass"]["speedup_vs_dense"]) == pytest.approx(1.0)
+        for r in (marlin, by_impl["dense_pass"]):
+            assert 0 < float(r["rel_err"]) < 5e-3, r
+            assert int(r["copies"]) == 4 and int(r["gemms_per_call"]) % 4 == 0, r
+    assert not set(bench.PASS_IMPLS) & set(bench.parse_args([]).impls)
