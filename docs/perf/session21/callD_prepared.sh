@@ -9,7 +9,7 @@
 #      warps have one step already (1 x 2048 x 4096);
 #   2. GPU tests with the knob on (the package built with it): the streaming kernel's tests
 #      (test_wide_tile_split_blocks runs, it skips on builds without the knob);
-#   3. racecheck and memcheck on three wide shapes.
+#   3. racecheck and memcheck on two wide shapes.
 # run(command="bash docs/perf/session21/callD_prepared.sh", carry=[".ffi"])
 set -u
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -59,7 +59,9 @@ plan = ops.stream_plan(M, w, dtype); print("plan", plan, flush=True)
 assert plan["warps"] == 16, plan
 s._check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0); print("checked", flush=True)
 PY
-for tool in racecheck memcheck; do for sh in "1 4096 4096 fp16" "8 4100 4096 bf16" "1 4104 14336 fp16"; do
+# Four runs (~40 s each) keep the call under its 600 s: racecheck and memcheck, C = 2 at M = 1
+# (one step a warp) and M = 8 with ragged N (two steps a warp of 8, one of 16).
+for tool in racecheck memcheck; do for sh in "1 4096 4096 fp16" "8 4100 4096 bf16"; do
   (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_FLAGS="--xla_gpu_autotune_level=0" timeout 90 \
      compute-sanitizer --tool $tool --kernel-name kns=marlin --error-exitcode 3 \
      python3 /tmp/wide_one.py $sh $repo/tools > /tmp/san.log 2>&1
