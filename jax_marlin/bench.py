@@ -348,6 +348,12 @@ def _rel_err(y, ref_all):
 # --- timing -------------------------------------------------------------------------------
 
 
+def medians_us(call, repeats: int, per: int = 1) -> list[float]:
+    """The two independent medians (``us``, ``us_run2``) of ``repeats`` timed calls, in us
+    per ``per`` (GEMMs or layers a call)."""
+    return [median_call_s(call, repeats) * 1e6 / per for _ in range(2)]
+
+
 def median_call_s(call, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -381,7 +387,7 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     gemms = 1 + passes * copies
     call = functools.partial(loop, x, weights, passes)
     jax.block_until_ready(call())  # the timed trip count compiles once more
-    us = [median_call_s(call, timing.repeats) * 1e6 / gemms for _ in range(2)]
+    us = medians_us(call, timing.repeats, gemms)
     note = "" if bool(jnp.isfinite(total)) else "non-finite running sum"
     return Measurement(us[0], us[1], gemms, copies, compile_s, float(_rel_err(y0, ref_all)),
                        tree_bytes(weights[0]), note)
@@ -404,7 +410,7 @@ def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
         return out
 
     jax.block_until_ready(call())
-    us = [median_call_s(call, timing.repeats) * 1e6 / (passes * copies) for _ in range(2)]
+    us = medians_us(call, timing.repeats, passes * copies)
     return Measurement(us[0], us[1], passes * copies, copies, compile_s,
                        float(_rel_err(ys[0], ref_all)), tree_bytes(weights[0]))
 
@@ -859,7 +865,7 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
                 y = stack(y, weights)
             return y
 
-        us = [median_call_s(run_calls, timing.repeats) * 1e6 / (calls * layers) for _ in range(2)]
+        us = medians_us(run_calls, timing.repeats, calls * layers)
         rel_err = float(_rel_err(stack(x, weights), ref))
         overhead = us[0] - rotated.us
         name = f"{impl}_stack{layers}"
@@ -890,7 +896,7 @@ def run_repack(args, timing: Timing, results: Results, key):
     compile_s = time.perf_counter() - start
     prepared, onnx_bytes = tree_bytes(w), tree_bytes(onnx_arrays(q))
     del w
-    us = [median_call_s(prepare, timing.repeats) * 1e6 for _ in range(2)]
+    us = medians_us(prepare, timing.repeats)
     note = (f"prepared {prepared} B vs ONNX {onnx_bytes} B "
             f"(ratio {prepared / onnx_bytes:.4f}); first call incl. compile {compile_s:.2f} s")
     log(f"   prepare: {us[0] / 1e3:.3f} ms (run2 {us[1] / 1e3:.3f} ms); {note}")

@@ -3,7 +3,7 @@
     XLA_PYTHON_CLIENT_ALLOCATOR=platform compute-sanitizer --tool memcheck \
         --kernel-name kns=marlin python3 tools/sanitize_sweep.py
     (and --tool racecheck)
-    SWEEP_SPLIT_K=-2 ... python3 tools/sanitize_sweep.py   # one fused grid only
+    SWEEP_SPLIT_K=-2 ... python3 tools/sanitize_sweep.py   # the fused part: one grid only
     SWEEP_PARTS="group_clusters wgmma_clusters" ...          # some parts only (PARTS)
 
 The platform allocator gives every buffer its own cudaMalloc, so an access one
@@ -135,7 +135,7 @@ def main():
     # blocks that store them); the dense path with its CUDA dequantization where
     # K % 8 == 0; then the grids only larger shapes get. The cases (weights,
     # oracle) are made once.
-    # SWEEP_SPLIT_K=s: the fused kernel with that split_k alone (a short run for a
+    # SWEEP_SPLIT_K=s: the fused part with that split_k alone (a short run for a
     # tool that cannot finish the whole sweep in its time: racecheck, session 13).
     # SWEEP_PARTS="fused dense ...": those parts of PARTS alone, one process each being
     # a shorter run for a tool that crashes on long ones (compute-sanitizer, session 21).
@@ -145,14 +145,12 @@ def main():
     cases = (list(_cases(np.random.default_rng(0)))
              if {"fused", "dense", "dequantize"} & set(parts) else [])
     # 1003: the group cluster of 3 blocks a column group (ffi/stream_plan.h).
-    passes = []
-    if "fused" in parts:
-        passes.append((("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3),
-                       ("fused", -8), ("fused", 1003)))
-    if "dense" in parts:
-        passes.append((("dense", 0),))
+    fused = (("fused", 0), ("fused", 3), ("fused", -2), ("fused", -3), ("fused", -8),
+             ("fused", 1003))
     if "SWEEP_SPLIT_K" in os.environ:
-        passes = [(("fused", int(os.environ["SWEEP_SPLIT_K"])),)]
+        fused = (("fused", int(os.environ["SWEEP_SPLIT_K"])),)
+    passes = [impls for part, impls in (("fused", fused), ("dense", (("dense", 0),)))
+              if part in parts]
     fused_and_dense(cases, passes)
     if "dequantize" in parts:
         dequantizations(cases)
