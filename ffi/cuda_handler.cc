@@ -235,7 +235,8 @@ cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
         // Only where LaunchMarlinGemm would choose it: the streaming kernel and
         // a test's split_k override come first (PlannedKernel holds the order).
         if (std::string_view(PlannedKernel(args, device, static_cast<int>(split_k))) == "wgmma")
-          *wgmma = PlanWgmmaGemm(args, device, info, split_k != kForceWgmmaReduce);
+          *wgmma = PlanWgmmaGemm(args, device, info, split_k != kForceWgmmaReduce,
+                                 split_k == kForceWgmmaCpAsync);
       });
 #else
   (void)M, (void)K, (void)N, (void)block_size, (void)zero_point_kind, (void)bfloat16;

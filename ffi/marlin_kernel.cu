@@ -649,7 +649,8 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
     return err;
 #ifdef JAX_MARLIN_WGMMA
   if (wgmma_takes(args, device, split_k_override))
-    return LaunchWgmmaGemm(args, device, stream, split_k_override != kForceWgmmaReduce);
+    return LaunchWgmmaGemm(args, device, stream, split_k_override != kForceWgmmaReduce,
+                           split_k_override == kForceWgmmaCpAsync);
 #endif
 
   return with_activation_type(args.dtype, [&](auto act) {

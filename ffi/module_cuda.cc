@@ -33,6 +33,15 @@ NB_MODULE(_cuda, m) {
         []() { return nb::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); });
   m.def("cuda_architectures", []() { return nb::str(JAX_MARLIN_CUDA_ARCHITECTURES); });
   m.def("cuda_runtime_version", []() { return CUDART_VERSION; });
+  // The wgmma kernel's -DJAX_MARLIN_WGMMA_PRODUCER (0: no producer warpgroup,
+  // or no wgmma kernel in this build).
+  m.def("wgmma_producer", []() {
+#ifdef JAX_MARLIN_WGMMA
+    return jax_marlin::WgmmaProducerBuild();
+#else
+    return 0;
+#endif
+  });
   // Which kernel ("stream", "wgmma" or "tiled") the handler would run a 4-bit
   // GEMM with on the current device: tests use it to know which path a shape
   // reaches, since every path gives the same answer.
@@ -83,6 +92,7 @@ NB_MODULE(_cuda, m) {
     plan["stages_per_split"] = info.stages_per_split;
     plan["smem_bytes"] = info.smem_bytes;
     plan["cluster_k"] = info.cluster_k != 0;
+    plan["producer"] = info.producer != 0;
     return plan;
   });
 }

@@ -27,7 +27,11 @@
 // of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B
 // of activations (stored with the 128-byte swizzle wgmma's descriptor names),
 // and the stage's one or two groups of scales and zero points. No producer
-// warp yet (docs/design/wgmma.md lists it as next).
+// warp in the default build (docs/design/wgmma.md lists it as next); the
+// prototype behind -DJAX_MARLIN_WGMMA_PRODUCER=2 (wgmma_producer below;
+// docs/perf/session21/wip/wgmma-producer/DESIGN.md) feeds the same ring with
+// a producer warpgroup: TMA for the activations, bulk copies for the codes
+// and group words, full/empty mbarriers instead of the block barrier.
 
 #include "wgmma_kernel.h"
 
@@ -41,6 +45,11 @@
 #include "marlin_device.cuh"
 #include "wgmma_device.cuh"
 #include "wgmma_plan.h"
+
+#if JAX_MARLIN_WGMMA_PRODUCER
+#include <cuda.h>          // CUtensorMap (a type; nothing of the driver is linked)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled, reached through cudart
+#endif
 
 namespace jax_marlin {
 namespace {
@@ -63,12 +72,235 @@ struct WgmmaParams : GemmOperands {
 
 // kTwoGroups: groups of 32, two a stage (units 0-1 and 2-3); else one group
 // covers the stage (groups of 64 or more, powers of two).
+#if JAX_MARLIN_WGMMA_PRODUCER
+// The producer's copies (sm_90). The activations' box (64 k x kRows rows,
+// 128-byte swizzle, zeros past M and K) by the tensor map; codes and group
+// words as 1-D bulk copies, no cache hint (a row block's codes are re-read by
+// the other row blocks at M > 256, as cp.async.cg leaves them).
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+      "[%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_copy_plain(uint32_t dst, const void* src, uint32_t bytes,
+                                                uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+// A plain arrive (release at CTA scope): the consumers' "this slot is free".
+// Their reads of the slot were LDS (done: their values fed the wgmmas) and
+// wgmma's async-proxy reads (done: wgmma.wait_group); the producer's next
+// writes to it come after its wait on this barrier, so no proxy fence is
+// needed (the usual consumer-release of a TMA pipeline).
+__device__ __forceinline__ void mbarrier_arrive_local(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// The ring's barriers, past the on-chip exchange's two (ring_free, halves_in:
+// 16 B past the last slot), in the + 256 B the knob adds to the shared memory
+// (wgmma_plan.h kBarrierBytes): full[slot] (8 B each), then empty[slot].
+template <int kRows>
+__device__ __forceinline__ uint32_t wgmma_full_barriers(uint32_t smem_base) {
+  using Cfg = WgmmaConfig<kRows>;
+  static_assert(16 + 2 * 8 * Cfg::kStages <= Cfg::kBarrierBytes,
+                "the exchange's and the ring's barriers fit the bytes added");
+  return smem_base + Cfg::kStages * Cfg::kStageBytes + 16;
+}
+
+// setmaxnreg's budgets (multiples of 8 in [24, 256]). The CTA's pool is what
+// the launch gave: the launch bounds' registers a thread (ptxas sets the
+// kernel's count to that cap when the kernel holds setmaxnreg) x 384. inc
+// blocks until the pool holds enough, so producer + 2 x consumer must not
+// exceed 3 x launch, or the consumers wait forever:
+//   2 blocks an SM (<= 64 rows): 65536 / 768 -> 80 a thread; 32 + 2 x 104 = 240 = 3 x 80.
+//   1 block an SM: 65536 / 384 -> 168; 40 + 2 x 232 = 504 = 3 x 168.
+template <int kRows>
+constexpr int kWgProducerRegs = wgmma_blocks_per_sm(kRows) == 2 ? 32 : 40;
+template <int kRows>
+constexpr int kWgConsumerRegs = wgmma_blocks_per_sm(kRows) == 2 ? 104 : 232;
+template <int kRows>
+constexpr int kWgLaunchRegs = wgmma_blocks_per_sm(kRows) == 2 ? 80 : 168;
+static_assert(kWgProducerRegs<64> + 2 * kWgConsumerRegs<64> <= 3 * kWgLaunchRegs<64> &&
+                  kWgProducerRegs<256> + 2 * kWgConsumerRegs<256> <= 3 * kWgLaunchRegs<256>,
+              "setmaxnreg.inc would wait for registers the pool never holds");
+static_assert(JAX_MARLIN_WGMMA_PRODUCER != 2 ||
+                  (kWgLaunchRegs<64> == 65536 / (2 * kWgBlockThreads) / 8 * 8 &&
+                   kWgLaunchRegs<256> == 65536 / kWgBlockThreads / 8 * 8),
+              "the launch's registers a thread (384-thread blocks, two or one an SM): "
+              "ptxas -v must report exactly these for the producer instances");
+
+// The producer warpgroup (threads 256..383; -DJAX_MARLIN_WGMMA_PRODUCER=2).
+// Warp 8 fills slot after slot as the consumers free them; warps 9-11 only
+// take part in the block and cluster barriers (setmaxnreg needs the whole
+// warpgroup) and exit. Everything is recomputed here from the parameters
+// (constant bank) and threadIdx: nothing was live across setmaxnreg.
+//
+// A stage's copies, all completing on full[slot]:
+//  - activations: one TMA box of 64 k x kRows rows at (64 s, m0), 128-byte
+//    swizzle (the layout act_descriptor names); rows past M and k past K
+//    are zero-filled and counted (the box's bytes are always kActBytes);
+//  - codes: per tile the stage's units, 512 B each, fewer in the last stage
+//    (min(4, kt_total - 4 s)): the slot's stale codes past kt_total
+//    dequantize to finite values and meet zero activations (k >= k_pad >= K);
+//  - group words per group slot and tile: 128 B of scales, then 32 B of
+//    packed zero points or 128 B of offsets. Groups past k_blocks (the
+//    second group of 32 in a last stage of two units) copy group k_blocks - 1
+//    (finite, never uninitialized shared memory; its activations are zeros).
+//  - a tile past n_tiles copies nothing: its warpgroup's outputs are never
+//    stored (nor pushed to a peer that stores them).
+// expect_tx is the sum of exactly these copies' bytes.
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-__global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
-    wgmma_gemm_kernel(const WgmmaParams p) {
-#ifdef JAX_MARLIN_HAS_WGMMA
+__device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUtensorMap* act_map) {
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
+  const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full_bars = wgmma_full_barriers<kRows>(smem_base);
+  const uint32_t empty_bars = full_bars + 8 * Cfg::kStages;
+  const int warp = threadIdx.x >> 5;
+  // The prologue's barriers, as the consumers meet them: the cluster arrive
+  // (the peer's epilogue waits for every non-exited thread of the cluster),
+  // then the block barrier after thread 0's mbarrier setup.
+  if (p.cluster_k) asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+  asm volatile("barrier.sync 0;\n" ::: "memory");
+  if (warp == kWgThreads / 32) {
+    // The map lives in parameter space (__grid_constant__): fetch its
+    // descriptor into the TMA unit's cache before the first copy needs it.
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(act_map))
+                 : "memory");
+    constexpr int kGroups = kTwoGroups ? 2 : 1;
+    constexpr uint32_t kZpBytes = kZP == ZeroPointKind::kPacked4 ? 32
+                                  : kZP == ZeroPointKind::kOffset ? 128 : 0;
+    const int tile0 = blockIdx.x * kWgTiles;
+    const int m0 = static_cast<int>(blockIdx.y) * kRows;  // <= 1024
+    const int s_first = blockIdx.z * p.stages_per_split;
+    const int n_stages = min(p.stages - s_first, p.stages_per_split);
+    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
+    const int log_group = __ffs(p.group_size) - 1;
+    const T* scales = static_cast<const T*>(p.scales);
+    int slot = 0;
+    uint32_t phase = 0;
+    for (int j = 0; j < n_stages; ++j) {
+      // Wait until the consumers freed the slot. try_wait.parity(P) returns
+      // once the phase of parity P has completed; a fresh barrier is in phase
+      // 0, so waiting on parity 1 passes at once: the first kStages stages go
+      // straight in, the (n+1)-th use of a slot waits for its n-th release.
+      mbarrier_wait(empty_bars + 8 * slot, phase ^ 1);
+      const int s = s_first + j;
+      const uint32_t base = smem_base + slot * Cfg::kStageBytes;
+      const uint32_t full = full_bars + 8 * slot;
+      const uint32_t unit_bytes = min(kWgStageUnits, p.kt_total - kWgStageUnits * s) * kWgUnitBytes;
+      // One lane issues (the copies are whole-block operations, not per
+      // lane); elect.sync picks it without a lane-0 branch, around which
+      // ptxas wraps each UBLKCP/UTMALDG in an ELECT/BRA.U.ANY loop.
+      uint32_t elected;
+      asm volatile("{\n.reg .pred e;\nelect.sync _|e, 0xffffffff;\nselp.u32 %0, 1, 0, e;\n}\n"
+                   : "=r"(elected));
+      if (elected) {
+        // The expected bytes first, then the copies: the phase completes when
+        // this one arrival and every byte have landed (complete_tx), which
+        // also makes the bytes visible to the threads whose wait sees it.
+        mbarrier_arrive_expect_tx(
+            full, Cfg::kActBytes + tiles * (unit_bytes + kGroups * (128 + kZpBytes)));
+        tma_load_2d(base, act_map, s * kWgStageK, m0, full);
+        // Not unrolled: each tile's addresses are then computed in the loop
+        // from the parameters (constant bank), not hoisted out of the stage
+        // loop as per-tile invariants that the producer's 32-40 registers
+        // cannot hold (ptxas spilled them).
+#pragma unroll 1
+        for (int tt = 0; tt < tiles; ++tt) {
+          const int64_t tile = tile0 + tt;
+          bulk_copy_plain(base + Cfg::kActBytes + tt * (kWgStageUnits * kWgUnitBytes),
+                          p.codes + (tile * p.kt_total + kWgStageUnits * s) * 128, unit_bytes,
+                          full);
+#pragma unroll
+          for (int jj = 0; jj < kGroups; ++jj) {
+            const int64_t gi = min(((s * kWgStageK) >> log_group) + jj, p.k_blocks - 1);
+            const uint32_t dst = base + Cfg::kActBytes + kWgCodesBytes +
+                                 (jj * kWgTiles + tt) * kWgGroupWordBytes;
+            bulk_copy_plain(dst, scales + gi * p.n_pad + tile * 64, 128, full);
+            if constexpr (kZP == ZeroPointKind::kPacked4)
+              bulk_copy_plain(dst + 128,
+                              static_cast<const uint32_t*>(p.zero_points) + gi * (p.n_pad / 8) +
+                                  tile * 8,
+                              32, full);
+            if constexpr (kZP == ZeroPointKind::kOffset)
+              bulk_copy_plain(dst + 128,
+                              static_cast<const T*>(p.zero_points) + gi * p.n_pad + tile * 64,
+                              128, full);
+          }
+        }
+      }
+      __syncwarp();
+      if (++slot == Cfg::kStages) {
+        slot = 0;
+        phase ^= 1;
+      }
+    }
+  }
+  // No copy is waited for here: the consumers wait for every stage's bytes
+  // (full), and the CTA (its shared memory) lives until they exit. Before
+  // exiting, the cluster wait that pairs with the arrive above (each arrive
+  // is followed by a wait before the thread's next arrive or its exit).
+  if (p.cluster_k) asm volatile("barrier.cluster.wait;\n" ::: "memory");
+}
+#endif
+
+// With the producer knob on, both mainloops are built (kProducer: the
+// producer warpgroup's, else the cp.async ring's, the fallback and the
+// in-process A/B reference); with it off the template is main's, so its SASS is.
+#if JAX_MARLIN_WGMMA_PRODUCER
+#define JM_WG_PRODUCER_TPARAM , bool kProducer
+#define JM_WG_PRODUCER_TARG(x) , x
+#define JM_WG_KERNEL_THREADS (kProducer ? kWgBlockThreads : kWgThreads)
+#else
+#define JM_WG_PRODUCER_TPARAM
+#define JM_WG_PRODUCER_TARG(x)
+#define JM_WG_KERNEL_THREADS kWgThreads
+#endif
+
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups JM_WG_PRODUCER_TPARAM>
+__global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRows))
+    wgmma_gemm_kernel(const WgmmaParams p
+#if JAX_MARLIN_WGMMA_PRODUCER
+                      , const __grid_constant__ CUtensorMap act_map
+#endif
+                      ) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+#if !JAX_MARLIN_WGMMA_PRODUCER
+  constexpr bool kProducer = false;
+#endif
+  using Cfg = WgmmaConfig<kRows>;
+  extern __shared__ unsigned char smem_raw[];
+#if JAX_MARLIN_WGMMA_PRODUCER
+  // The role split, first of all, so that no value is live across setmaxnreg
+  // (ptxas must then keep it within the smaller of the two budgets, and
+  // spilled or warned where it could not). Threads 256.. (warps 8-11, one
+  // warpgroup: setmaxnreg is .sync.aligned per warpgroup) are the producer;
+  // the branch is warp-uniform. Nothing but threadIdx is read before it.
+  if constexpr (kProducer) {
+    if (threadIdx.x >= kWgThreads) {
+#if JAX_MARLIN_WGMMA_PRODUCER == 2
+      // Give registers back to the CTA's pool before anything else: the
+      // consumers' setmaxnreg.inc blocks until the pool holds what it asks
+      // for, so this dec must run before any producer warp could exit.
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs<kRows>) : "memory");
+#endif
+      wgmma_producer<T, kZP, kRows, kTwoGroups>(p, &act_map);
+      return;
+    }
+#if JAX_MARLIN_WGMMA_PRODUCER == 2
+    // The two consumer warpgroups take what the producer released. Budget
+    // (per-CTA pool, in registers a thread): launch L x 3 warpgroups >=
+    // producer + 2 x consumer (wgmma_plan.h kWgConsumerRegs).
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgConsumerRegs<kRows>) : "memory");
+#endif
+  }
+#endif
   // The swizzle pattern is a function of the address bits 4-9, so the stages
   // start on 1024-byte boundaries (the descriptors' base offset is then 0).
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
@@ -105,6 +337,26 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
     asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
   }
 #endif
+#if JAX_MARLIN_WGMMA_PRODUCER
+  // The ring's barriers (wgmma_full_barriers): thread 0 sets them up; the
+  // fence makes the initialization visible to the async proxy (the TMA and
+  // bulk copies' complete_tx) and the block barrier, which the producer
+  // warpgroup meets too (wgmma_producer), to every thread. The last barrier
+  // of all 384 threads: the producer never meets another. Not .aligned:
+  // the two roles reach it from different instructions.
+  const uint32_t full_bars = wgmma_full_barriers<kRows>(smem_base);
+  const uint32_t empty_bars = full_bars + 8 * Cfg::kStages;
+  if constexpr (kProducer) {
+    if (tid == 0) {
+      for (int i = 0; i < Cfg::kStages; ++i) {
+        mbarrier_init(full_bars + 8 * i, 1);                  // the producer's arrive.expect_tx
+        mbarrier_init(empty_bars + 8 * i, kWgThreads / 32);   // lane 0 of each consumer warp
+      }
+      fence_mbarrier_init();
+    }
+    asm volatile("barrier.sync 0;\n" ::: "memory");
+  }
+#endif
   // The k-split: this block's stages. Where the grid of column tiles and row
   // blocks alone leaves SMs idle (N = 4096 or 8192: 32 or 64 blocks), the
   // stages are cut into num_splits ranges, one a blockIdx.z.
@@ -116,6 +368,7 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   const uint32_t* __restrict__ packed_zp = static_cast<const uint32_t*>(p.zero_points);
   const T* __restrict__ offsets = static_cast<const T*>(p.zero_points);
   const int log_group = __ffs(p.group_size) - 1;
+  constexpr int kGroups = kTwoGroups ? 2 : 1;
 
   // Stage s: k = 64 s .. 64 s + 63, units 4 s .. 4 s + 3 (fewer at the end of
   // k_pad), groups (64 s) / group_size onwards. Every copy past an edge (a
@@ -238,6 +491,107 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
 
+#if JAX_MARLIN_WGMMA_PRODUCER
+  if constexpr (kProducer) {
+  // A stage's shared loads: the lane's code word of each unit (word wg_warp
+  // of its 16 bytes of a unit: columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1,
+  // 2q + 8, 2q + 9) and its group words: its first group (units 0-3, or 0-1
+  // for groups of 32) and, for groups of 32, its second (units 2-3). Lane
+  // group g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the
+  // 16 bytes at 16 g of a group's words, its packed zero points word g (nibble
+  // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
+  // wg_warp only: that pair is moved to position 0, so the constants are
+  // indexed statically (a runtime index puts them in local memory).
+  struct StageWords {
+    uint32_t code[kWgStageUnits];
+    uint32_t scale_pair[kGroups], zp_pair[kGroups], offset_pair[kGroups];
+  };
+  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
+                             wg_warp * 4;
+  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
+  auto load_words = [&](uint32_t base) {
+    StageWords w;
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) w.code[u] = lds_32(base + code_read + u * kWgUnitBytes);
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i) {
+      const uint32_t words = base + words_read + i * kWgTiles * kWgGroupWordBytes;
+      w.scale_pair[i] = lds_32(words + 16 * g + 4 * wg_warp);
+      w.zp_pair[i] = w.offset_pair[i] = 0;
+      if constexpr (kZP == ZeroPointKind::kPacked4)
+        w.zp_pair[i] = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
+      if constexpr (kZP == ZeroPointKind::kOffset)
+        w.offset_pair[i] = lds_32(words + 128 + 16 * g + 4 * wg_warp);
+    }
+    return w;
+  };
+
+  // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
+  // after stage s's wgmma wait (stage s - 1's group done), each warp's lane 0
+  // frees stage s - 1's slot. With early loads, stage s + 1's words are read
+  // during stage s (its slot waited for there, not past the last stage).
+  int read_slot = 0, release_slot = 0, words_slot = 0;
+  uint32_t read_phase = 0, words_phase = 0;
+  auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
+  StageWords next_words{};
+  if constexpr (Cfg::kEarlyLoads) {
+    if (n_stages > 0) {
+      mbarrier_wait(full_bars, 0);
+      next_words = load_words(stage_at(0));
+    }
+    words_slot = 1;
+  }
+  auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
+    const uint32_t base = stage_at(read_slot);
+    StageWords w;
+    if constexpr (Cfg::kEarlyLoads) {
+      w = next_words;
+      if (s + 1 < n_stages) {
+        mbarrier_wait(full_bars + 8 * words_slot, words_phase);
+        next_words = load_words(stage_at(words_slot));
+      }
+      words_slot = next_slot(words_slot);
+      if (words_slot == 0) words_phase ^= 1;
+    } else {
+      mbarrier_wait(full_bars + 8 * read_slot, read_phase);
+      w = load_words(base);
+    }
+    read_slot = next_slot(read_slot);
+    if (read_slot == 0) read_phase ^= 1;
+    GroupConstants gc[kGroups];
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i)
+      make_group_constants<T, kZP>(gc[i], make_uint4(w.scale_pair[i], 0, 0, 0), w.zp_pair[i],
+                                   make_uint4(w.offset_pair[i], 0, 0, 0));
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) {
+      uint32_t col_lo[2], col_hi[2];
+      dequant_word<T, kZP>(w.code[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
+      frag[u][0] = col_lo[0];
+      frag[u][1] = col_hi[0];
+      frag[u][2] = col_lo[1];
+      frag[u][3] = col_hi[1];
+    }
+    wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
+    if (s > 0) {
+      if (lane == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
+      release_slot = next_slot(release_slot);
+    }
+  };
+  uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
+  int s = 0;
+  for (; s + 1 < n_stages; s += 2) {
+    compute_stage(s, frag_even);
+    compute_stage(s + 1, frag_odd);
+  }
+  if (s < n_stages) compute_stage(s, frag_even);
+  // Every stage's full barrier was waited for by every consumer thread and
+  // the producer issues no more: no copy into this ring is in flight (the
+  // on-chip split's peer may push into it once every consumer says so).
+  wgmma_wait<0>();
+  } else
+#endif
+  {
   // The ring: Cfg::kLead stages copied ahead of the one computed, and the
   // wgmmas of one stage still running while the next is dequantized (one
   // wgmma commit group per stage, wait_group 1). So at a barrier before stage
@@ -262,7 +616,6 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
   // wg_warp only: that pair is moved to position 0, so the constants are
   // indexed statically (a runtime index puts them in local memory).
-  constexpr int kGroups = kTwoGroups ? 2 : 1;
   struct StageWords {
     uint32_t code[kWgStageUnits];
     uint32_t scale_pair[kGroups], zp_pair[kGroups], offset_pair[kGroups];
@@ -361,6 +714,7 @@ __global__ void __launch_bounds__(kWgThreads, wgmma_blocks_per_sm(kRows))
   if (s < n_stages) compute_stage(s, frag_even, true);
   wgmma_wait<0>();
   cp_async_wait<0>();
+  }
 
   // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
   // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
@@ -465,37 +819,102 @@ WgmmaParams shape_params(const MarlinGemmArgs& args) {
   return p;
 }
 
-// `p` carries the plan's split; kRows is the plan's rows.
-template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
+#if JAX_MARLIN_WGMMA_PRODUCER
+// cuTensorMapEncodeTiled through the runtime's driver entry point: no link
+// against libcuda, asked once a process. Encoding is host arithmetic only
+// (no allocation, no synchronization), so it may run in the FFI handler and
+// under stream capture (the map is a by-value kernel parameter).
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+EncodeTiled tensor_map_encoder() {
+  static const EncodeTiled encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return static_cast<EncodeTiled>(nullptr);
+    }
+    return reinterpret_cast<EncodeTiled>(fn);
+  }();
+  return encode;
+}
+
+// A [M, K] (16-bit elements, rows K * 2 bytes apart, K % 8 == 0 so 16-byte
+// aligned) in boxes of 64 k x `rows` rows, 128-byte swizzle: chunk c of box
+// row n lands at n * 128 + ((c ^ (n & 7)) << 4), the layout the descriptor
+// names; elements past M or K read as zeros (the cp.async path's zero fill).
+cudaError_t encode_activations(const WgmmaParams& p, int rows, CUtensorMap* map) {
+  const EncodeTiled encode = tensor_map_encoder();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.K), static_cast<cuuint64_t>(p.M)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(p.K) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kWgStageK), static_cast<cuuint32_t>(rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(p.a), dims,
+                            strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+#endif
+
+// `p` carries the plan's split; kRows is the plan's rows. kProducer (a build
+// with the knob only): the producer warpgroup's mainloop, 384 threads and the
+// activations' tensor map; else the cp.async ring's, 256 threads (its
+// __syncthreads count every launched thread: the producer's warps must not
+// be launched with it).
+template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups, bool kUseProducer>
 cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
                         const DeviceLimits& device, cudaStream_t stream) {
-  constexpr auto kernel = wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups>;
+  constexpr auto kernel =
+      wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups JM_WG_PRODUCER_TARG(kUseProducer)>;
+  constexpr int threads = kUseProducer ? kWgBlockThreads : kWgThreads;
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
                   static_cast<unsigned>(plan.splits));
-  if (p.cluster_k) {  // the two splits of a tile pair: one cluster
-    const ClusterLaunch launch(grid, dim3(1, 1, 2), kWgThreads, plan.smem_bytes, stream);
-    return cudaLaunchKernelEx(&launch.config, kernel, p);
+#if JAX_MARLIN_WGMMA_PRODUCER
+  CUtensorMap act_map{};  // the cp.async mainloop never reads it
+  if constexpr (kUseProducer) {
+    if (cudaError_t err = encode_activations(p, kRows, &act_map); err != cudaSuccess) return err;
   }
-  kernel<<<grid, kWgThreads, plan.smem_bytes, stream>>>(p);
+#define JM_WG_ARGS p, act_map
+#else
+#define JM_WG_ARGS p
+#endif
+  if (p.cluster_k) {  // the two splits of a tile pair: one cluster
+    const ClusterLaunch launch(grid, dim3(1, 1, 2), threads, plan.smem_bytes, stream);
+    return cudaLaunchKernelEx(&launch.config, kernel, JM_WG_ARGS);
+  }
+  kernel<<<grid, threads, plan.smem_bytes, stream>>>(JM_WG_ARGS);
+#undef JM_WG_ARGS
   return cudaGetLastError();
 }
 
 // The kernel of the plan's rows.
+template <typename T, ZeroPointKind kZP, bool kTwoGroups, bool kUseProducer>
+cudaError_t launch_mainloop(const WgmmaParams& p, const WgmmaGridInfo& plan,
+                            const DeviceLimits& device, cudaStream_t stream) {
+  switch (plan.rows) {
+    case 32:
+      return launch_rows<T, kZP, 32, kTwoGroups, kUseProducer>(p, plan, device, stream);
+    case 64:
+      return launch_rows<T, kZP, 64, kTwoGroups, kUseProducer>(p, plan, device, stream);
+    case 128:
+      return launch_rows<T, kZP, 128, kTwoGroups, kUseProducer>(p, plan, device, stream);
+    case 256:
+      return launch_rows<T, kZP, 256, kTwoGroups, kUseProducer>(p, plan, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <typename T, ZeroPointKind kZP, bool kTwoGroups>
 cudaError_t launch_planned_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
                                 const DeviceLimits& device, cudaStream_t stream) {
-  switch (plan.rows) {
-    case 32:
-      return launch_rows<T, kZP, 32, kTwoGroups>(p, plan, device, stream);
-    case 64:
-      return launch_rows<T, kZP, 64, kTwoGroups>(p, plan, device, stream);
-    case 128:
-      return launch_rows<T, kZP, 128, kTwoGroups>(p, plan, device, stream);
-    case 256:
-      return launch_rows<T, kZP, 256, kTwoGroups>(p, plan, device, stream);
-  }
-  return cudaErrorInvalidValue;
+#if JAX_MARLIN_WGMMA_PRODUCER
+  if (plan.producer) return launch_mainloop<T, kZP, kTwoGroups, true>(p, plan, device, stream);
+#endif
+  return launch_mainloop<T, kZP, kTwoGroups, false>(p, plan, device, stream);
 }
 
 template <typename T, ZeroPointKind kZP>
@@ -514,8 +933,8 @@ bool wgmma_code_loaded(const DeviceLimits& device) {
   return cached_per_device(known, device.ordinal, [] {
     cudaFuncAttributes attributes{};
     const bool loaded =
-        cudaFuncGetAttributes(&attributes,
-                              wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64, false>) ==
+        cudaFuncGetAttributes(&attributes, wgmma_gemm_kernel<__half, ZeroPointKind::kPacked4, 64,
+                                                             false JM_WG_PRODUCER_TARG(false)>) ==
         cudaSuccess;
     if (!loaded) cudaGetLastError();  // not an error of the launch to come
     return loaded;
@@ -534,25 +953,36 @@ bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
 namespace {
 // The grid, with the on-chip split turned into partials and the reduce kernel
 // where asked (the workspace holds them: the plan's 2 splits came from it).
+// The mainloop: the producer warpgroup's in a build with the knob, unless a
+// test forces the cp.async ring (kForceWgmmaCpAsync) or the runtime has no
+// cuTensorMapEncodeTiled (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            bool on_chip_split) {
+                            bool on_chip_split, bool force_cp_async) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
+#if JAX_MARLIN_WGMMA_PRODUCER
+  plan.producer = !force_cp_async && tensor_map_encoder() != nullptr ? 1 : 0;
+#else
+  (void)force_cp_async;
+  plan.producer = 0;
+#endif
   return plan;
 }
 }  // namespace
 
+int WgmmaProducerBuild() { return JAX_MARLIN_WGMMA_PRODUCER; }
+
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
-                   bool on_chip_split) {
+                   bool on_chip_split, bool force_cp_async) {
   if (!WgmmaGemmApplies(args, device)) return false;
-  *info = launched_plan(args, device, on_chip_split);
+  *info = launched_plan(args, device, on_chip_split, force_cp_async);
   return true;
 }
 
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream, bool on_chip_split) {
+                            cudaStream_t stream, bool on_chip_split, bool force_cp_async) {
   WgmmaParams p = shape_params(args);
-  const WgmmaGridInfo plan = launched_plan(args, device, on_chip_split);
+  const WgmmaGridInfo plan = launched_plan(args, device, on_chip_split, force_cp_async);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
   p.cluster_k = plan.cluster_k;

@@ -18,6 +18,20 @@ namespace jax_marlin {
 namespace {
 
 constexpr int kWgThreads = 256;          // two warpgroups
+// -DJAX_MARLIN_WGMMA_PRODUCER: warp 8 feeds the ring through full/empty
+// mbarriers (TMA for the activations, bulk copies for codes and group words);
+// the two warpgroups only wait, load, dequantize and multiply. A prototype
+// (wgmma_kernel.cu wgmma_producer); with it both mainloops are built and the
+// split_k override kForceWgmmaCpAsync runs the cp.async one.
+#ifndef JAX_MARLIN_WGMMA_PRODUCER
+#define JAX_MARLIN_WGMMA_PRODUCER 0
+#endif
+// 2: a producer warpgroup (384 threads) whose registers setmaxnreg hands to
+// the consumers (the one tested); 1: one producer warp (288 threads, no
+// setmaxnreg: its register cap spills at 256 rows; compiles, never tested).
+constexpr int kWgProducerThreads =
+    JAX_MARLIN_WGMMA_PRODUCER == 2 ? 128 : JAX_MARLIN_WGMMA_PRODUCER ? 32 : 0;
+constexpr int kWgBlockThreads = kWgThreads + kWgProducerThreads;
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
@@ -70,7 +84,9 @@ struct WgmmaConfig {
   // The ring: + the stages a barrier refills + the one whose wgmmas may still run.
   static constexpr int kStages = kLead + kStagesPerBarrier + 1;
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;
+  // (+ the producer's full/empty barriers: 16 B a slot past the exchange's 16.)
+  static constexpr int kBarrierBytes = JAX_MARLIN_WGMMA_PRODUCER ? 256 : 0;
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + kBarrierBytes;
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");
 static_assert(WgmmaConfig<128>::kSmemBytes <= 227 * 1024, "the 128-row ring fits an sm_90 block");
