@@ -621,6 +621,90 @@ def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
     np.testing.assert_array_equal(on_chip.view(np.uint16), reduced.view(np.uint16))
 
 
+FORCE_WGMMA_CP_ASYNC = -2002  # ffi/wgmma_kernel.h kForceWgmmaCpAsync
+
+# The producer warpgroup's edges (ffi/wgmma_kernel.cu wgmma_producer): groups of 32 (two a
+# stage, the second clamped in a last stage of two units: K = 1056), an odd count of
+# 64-column tiles (N = 130, 520: a block of one tile, whose second warpgroup's slot is never
+# filled), per-channel groups with a last stage wholly past K (K = 136, k_pad = 256: the TMA
+# box of k = 192..255 is all zero fill), every zero-point kind, and the workspace k-split
+# (K = 4100 and 4096 over few column blocks: 8 splits, the last of 3 stages).
+PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1056, 32, "float"),
+                   (72, 136, "channel", "packed"), (520, 4100, 128, "none"),
+                   (136, 4096, 32, "float")]
+
+
+def _producer_build():
+    """Skips unless the producer mainloop can run here: a 9.0 GPU and a build with
+    -DJAX_MARLIN_WGMMA_PRODUCER=2 (build_info()["wgmma_producer"])."""
+    info = jm.build_info()
+    if float(jax.devices("gpu")[0].compute_capability) != 9.0 or (
+            90 not in info["cuda_architectures"]):
+        pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
+    if info.get("wgmma_producer", 0) != 2:
+        pytest.skip("a build without the wgmma producer (CUDA_FLAGS=-DJAX_MARLIN_WGMMA_PRODUCER=2)")
+
+
+def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
+    """The producer warpgroup's mainloop (the default of a knob-on build) against the
+    cp.async ring's (FORCE_WGMMA_CP_ASYNC) on the same grid: bitwise equal (same A
+    registers, B bytes and wgmma order; the bytes that differ meet only zero activations),
+    reproducible, and right. The plans say which mainloop each runs (the planner's and the
+    launch's one decision, ffi/wgmma_kernel.cu launched_plan), so an override that did not
+    reach the launch would fail here rather than compare the producer with itself."""
+    N, K = case.N, case.K
+    plan = ops.wgmma_plan(M, w, act)
+    assert plan is not None and plan["producer"] is True, plan
+    assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_CP_ASYNC) == dict(plan, producer=False)
+    assert ops.planned_kernel(M, w, act, FORCE_WGMMA_CP_ASYNC) == "wgmma"
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act)
+    a_dev, b_dev = jnp.asarray(a), to_jnp(b)
+
+    def run(split_k):
+        return np.asarray(jax.jit(lambda a, w, b: ops._bind(
+            a, w, b, impl="fused", split_k=split_k))(a_dev, w, b_dev))
+
+    producer, again, cp_async = run(0), run(0), run(FORCE_WGMMA_CP_ASYNC)
+    assert_close(producer, oracle64(a, case, b), act)
+    np.testing.assert_array_equal(again.view(np.uint16), producer.view(np.uint16),
+                                  err_msg="producer, run twice")
+    np.testing.assert_array_equal(producer.view(np.uint16), cp_async.view(np.uint16),
+                                  err_msg=f"producer vs cp.async, plan {plan}")
+    if reduce_too:  # the producer's k halves through the workspace and the reduce kernel
+        np.testing.assert_array_equal(run(FORCE_WGMMA_REDUCE).view(np.uint16),
+                                      producer.view(np.uint16), err_msg="producer + reduce")
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M", [17, 32, 64, 100, 128, 200, 256, 1024])
+@pytest.mark.parametrize("N, K, block, zp", PRODUCER_SHAPES)
+def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
+    """The producer warpgroup (-DJAX_MARLIN_WGMMA_PRODUCER=2) against the cp.async
+    mainloop, in one process: 32-, 64-, 128- and 256-row blocks (M = 17..256, ragged), four
+    256-row blocks (M = 1024), the edges of PRODUCER_SHAPES; the on-chip split where the
+    plan takes it (M = 129..256: 128-row clusters)."""
+    _producer_build()
+    act = HALF[dtype]
+    if block == "channel":
+        block = 1 << (K - 1).bit_length()
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
+    _assert_producer_has_the_cp_async_bits(rng, M, case, case.prepare(), act)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (100, 8000, 2056),
+                                     (50, 14300, 2056), (20, 14336, 4104)])
+def test_wgmma_producer_in_clusters_has_the_cp_async_bits(rng, M, N, K, dtype):
+    """The on-chip split's clusters with the producer warpgroup (it takes part in the
+    cluster barrier; the peer pushes its half into this ring only once the ring is quiet):
+    bitwise the cp.async mainloop's, and the reduce kernel's (FORCE_WGMMA_REDUCE), right."""
+    _producer_build()
+    act = HALF[dtype]
+    case, w, plan = _cluster_case(rng, M, N, K, act)
+    _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=True)
+
+
 def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
     """ops.wgmma_plan gives a grid exactly where planned_kernel says "wgmma" (any GPU: None
     off sm_90 or without the sm_90a build), never for a split_k override."""

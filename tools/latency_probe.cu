@@ -598,8 +598,8 @@ int main(int argc, char** argv) {
       cudaLaunchAttributeValue cluster{};
       CHECK(cudaGraphKernelNodeGetAttribute(calls[0].kernels[k],
                                             cudaLaunchAttributeClusterDimension, &cluster));
-      std::printf(" %.2f (%u x %u, cluster %u)", kernel_alone_us(stream, calls, k),
-                  params.gridDim.x, params.gridDim.y, cluster.clusterDim.x);
+      std::printf(" %.2f (%u x %u, cluster %u, %u thr)", kernel_alone_us(stream, calls, k),
+                  params.gridDim.x, params.gridDim.y, cluster.clusterDim.x, params.blockDim.x);
     }
     std::printf("  each call a child graph: %.2f", child_graphs_us(stream, calls));
     for (CapturedCall& c : calls) CHECK(cudaGraphDestroy(c.graph));
