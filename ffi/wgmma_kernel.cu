@@ -26,12 +26,12 @@
 // other splits' fp32 partials are added by the tiled kernel's reduce). Stages of 64
 // of k go through a kStages-deep cp.async ring: 4 KB of codes, kRows x 128 B
 // of activations (stored with the 128-byte swizzle wgmma's descriptor names),
-// and the stage's one or two groups of scales and zero points. No producer
-// warp in the default build (docs/design/wgmma.md lists it as next); the
-// prototype behind -DJAX_MARLIN_WGMMA_PRODUCER=2 (wgmma_producer below;
-// docs/perf/session21/wip/wgmma-producer/DESIGN.md) feeds the same ring with
-// a producer warpgroup: TMA for the activations, bulk copies for the codes
-// and group words, full/empty mbarriers instead of the block barrier.
+// and the stage's one or two groups of scales and zero points. 256-row blocks
+// feed the same ring from a producer warpgroup instead (wgmma_producer below;
+// wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER; the design study is
+// docs/perf/session21/wip/wgmma-producer/DESIGN.md): TMA for the activations,
+// bulk copies for the codes and group words, full/empty mbarriers instead of
+// the block barrier. Smaller blocks lost with it and keep the cp.async ring.
 
 #include "wgmma_kernel.h"
 
@@ -116,25 +116,21 @@ __device__ __forceinline__ uint32_t wgmma_full_barriers(uint32_t smem_base) {
 // the launch gave: the launch bounds' registers a thread (ptxas sets the
 // kernel's count to that cap when the kernel holds setmaxnreg) x 384. inc
 // blocks until the pool holds enough, so producer + 2 x consumer must not
-// exceed 3 x launch, or the consumers wait forever:
-//   2 blocks an SM (<= 64 rows): 65536 / 768 -> 80 a thread; 32 + 2 x 104 = 240 = 3 x 80.
-//   1 block an SM: 65536 / 384 -> 168; 40 + 2 x 232 = 504 = 3 x 168.
-template <int kRows>
-constexpr int kWgProducerRegs = wgmma_blocks_per_sm(kRows) == 2 ? 32 : 40;
-template <int kRows>
-constexpr int kWgConsumerRegs = wgmma_blocks_per_sm(kRows) == 2 ? 104 : 232;
-template <int kRows>
-constexpr int kWgLaunchRegs = wgmma_blocks_per_sm(kRows) == 2 ? 80 : 168;
-static_assert(kWgProducerRegs<64> + 2 * kWgConsumerRegs<64> <= 3 * kWgLaunchRegs<64> &&
-                  kWgProducerRegs<256> + 2 * kWgConsumerRegs<256> <= 3 * kWgLaunchRegs<256>,
+// exceed 3 x launch, or the consumers wait forever. One 256-row block an SM:
+// 65536 / 384 -> 168 a thread; 40 + 2 x 232 = 504 = 3 x 168. The consumers'
+// 232 hold the 128 accumulators a thread of 256 rows with room (the cp.async
+// ring's 256 threads take 240-244).
+constexpr int kWgProducerRegs = 40;
+constexpr int kWgConsumerRegs = 232;
+constexpr int kWgLaunchRegs = 168;
+static_assert(wgmma_blocks_per_sm(kWgProducerRows) == 1 &&
+                  kWgProducerRegs + 2 * kWgConsumerRegs <= 3 * kWgLaunchRegs,
               "setmaxnreg.inc would wait for registers the pool never holds");
-static_assert(JAX_MARLIN_WGMMA_PRODUCER != 2 ||
-                  (kWgLaunchRegs<64> == 65536 / (2 * kWgBlockThreads) / 8 * 8 &&
-                   kWgLaunchRegs<256> == 65536 / kWgBlockThreads / 8 * 8),
-              "the launch's registers a thread (384-thread blocks, two or one an SM): "
-              "ptxas -v must report exactly these for the producer instances");
+static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThreads / 8 * 8,
+              "the launch's registers a thread (384-thread blocks, one an SM): "
+              "ptxas -v must report exactly this for the producer instances");
 
-// The producer warpgroup (threads 256..383; -DJAX_MARLIN_WGMMA_PRODUCER=2).
+// The producer warpgroup (threads 256..383 of a 256-row block).
 // Warp 8 fills slot after slot as the consumers free them; warps 9-11 only
 // take part in the block and cluster barriers (setmaxnreg needs the whole
 // warpgroup) and exit. Everything is recomputed here from the parameters
@@ -250,9 +246,10 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 }
 #endif
 
-// With the producer knob on, both mainloops are built (kProducer: the
-// producer warpgroup's, else the cp.async ring's, the fallback and the
-// in-process A/B reference); with it off the template is main's, so its SASS is.
+// kProducer (256 rows only): the producer warpgroup's mainloop, else the
+// cp.async ring's (every row count; at 256 rows the fallback and the tests'
+// reference). With JAX_MARLIN_WGMMA_PRODUCER=0 the template has no kProducer
+// and its SASS is the cp.async-only kernel's of session 21.
 #if JAX_MARLIN_WGMMA_PRODUCER
 #define JM_WG_PRODUCER_TPARAM , bool kProducer
 #define JM_WG_PRODUCER_TARG(x) , x
@@ -274,6 +271,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
 #if !JAX_MARLIN_WGMMA_PRODUCER
   constexpr bool kProducer = false;
 #endif
+  static_assert(!kProducer || kRows == kWgProducerRows, "the producer runs 256-row blocks only");
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
 #if JAX_MARLIN_WGMMA_PRODUCER
@@ -284,21 +282,17 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // the branch is warp-uniform. Nothing but threadIdx is read before it.
   if constexpr (kProducer) {
     if (threadIdx.x >= kWgThreads) {
-#if JAX_MARLIN_WGMMA_PRODUCER == 2
       // Give registers back to the CTA's pool before anything else: the
       // consumers' setmaxnreg.inc blocks until the pool holds what it asks
       // for, so this dec must run before any producer warp could exit.
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs<kRows>) : "memory");
-#endif
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs) : "memory");
       wgmma_producer<T, kZP, kRows, kTwoGroups>(p, &act_map);
       return;
     }
-#if JAX_MARLIN_WGMMA_PRODUCER == 2
     // The two consumer warpgroups take what the producer released. Budget
-    // (per-CTA pool, in registers a thread): launch L x 3 warpgroups >=
-    // producer + 2 x consumer (wgmma_plan.h kWgConsumerRegs).
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgConsumerRegs<kRows>) : "memory");
-#endif
+    // (per-CTA pool, in registers a thread): launch x 3 warpgroups >=
+    // producer + 2 x consumer (kWgConsumerRegs above).
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgConsumerRegs) : "memory");
   }
 #endif
   // The swizzle pattern is a function of the address bits 4-9, so the stages
@@ -344,8 +338,11 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // warpgroup meets too (wgmma_producer), to every thread. The last barrier
   // of all 384 threads: the producer never meets another. Not .aligned:
   // the two roles reach it from different instructions.
-  const uint32_t full_bars = wgmma_full_barriers<kRows>(smem_base);
-  const uint32_t empty_bars = full_bars + 8 * Cfg::kStages;
+  // (Named for every row count, read by the producer's 256 rows only: kRows
+  // is kWgProducerRows wherever kProducer holds.)
+  [[maybe_unused]] const uint32_t full_bars = wgmma_full_barriers<kWgProducerRows>(smem_base);
+  [[maybe_unused]] const uint32_t empty_bars =
+      full_bars + 8 * WgmmaConfig<kWgProducerRows>::kStages;
   if constexpr (kProducer) {
     if (tid == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) {
@@ -574,6 +571,11 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     if (s > 0) {
+      // Lane 0 frees the slot for its warp: the warp's other lanes read it
+      // too (their LDS of codes and words), and only this warp barrier orders
+      // those reads before lane 0's arrive (racecheck read each of lanes 1-31
+      // against the producer's next bulk copy without it, session 22 call F).
+      __syncwarp();
       if (lane == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
       release_slot = next_slot(release_slot);
     }
@@ -859,8 +861,8 @@ cudaError_t encode_activations(const WgmmaParams& p, int rows, CUtensorMap* map)
 }
 #endif
 
-// `p` carries the plan's split; kRows is the plan's rows. kProducer (a build
-// with the knob only): the producer warpgroup's mainloop, 384 threads and the
+// `p` carries the plan's split; kRows is the plan's rows. kUseProducer (256
+// rows): the producer warpgroup's mainloop, 384 threads and the
 // activations' tensor map; else the cp.async ring's, 256 threads (its
 // __syncthreads count every launched thread: the producer's warps must not
 // be launched with it).
@@ -892,18 +894,18 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
 }
 
 // The kernel of the plan's rows.
-template <typename T, ZeroPointKind kZP, bool kTwoGroups, bool kUseProducer>
-cudaError_t launch_mainloop(const WgmmaParams& p, const WgmmaGridInfo& plan,
-                            const DeviceLimits& device, cudaStream_t stream) {
+template <typename T, ZeroPointKind kZP, bool kTwoGroups>
+cudaError_t launch_cp_async_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
+                                 const DeviceLimits& device, cudaStream_t stream) {
   switch (plan.rows) {
     case 32:
-      return launch_rows<T, kZP, 32, kTwoGroups, kUseProducer>(p, plan, device, stream);
+      return launch_rows<T, kZP, 32, kTwoGroups, false>(p, plan, device, stream);
     case 64:
-      return launch_rows<T, kZP, 64, kTwoGroups, kUseProducer>(p, plan, device, stream);
+      return launch_rows<T, kZP, 64, kTwoGroups, false>(p, plan, device, stream);
     case 128:
-      return launch_rows<T, kZP, 128, kTwoGroups, kUseProducer>(p, plan, device, stream);
+      return launch_rows<T, kZP, 128, kTwoGroups, false>(p, plan, device, stream);
     case 256:
-      return launch_rows<T, kZP, 256, kTwoGroups, kUseProducer>(p, plan, device, stream);
+      return launch_rows<T, kZP, 256, kTwoGroups, false>(p, plan, device, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -912,9 +914,12 @@ template <typename T, ZeroPointKind kZP, bool kTwoGroups>
 cudaError_t launch_planned_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
                                 const DeviceLimits& device, cudaStream_t stream) {
 #if JAX_MARLIN_WGMMA_PRODUCER
-  if (plan.producer) return launch_mainloop<T, kZP, kTwoGroups, true>(p, plan, device, stream);
+  // Only 256-row plans take the producer (launched_plan), so only they are
+  // built with it.
+  if (plan.producer)
+    return launch_rows<T, kZP, kWgProducerRows, kTwoGroups, true>(p, plan, device, stream);
 #endif
-  return launch_mainloop<T, kZP, kTwoGroups, false>(p, plan, device, stream);
+  return launch_cp_async_rows<T, kZP, kTwoGroups>(p, plan, device, stream);
 }
 
 template <typename T, ZeroPointKind kZP>
@@ -961,7 +966,8 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = !force_cp_async && tensor_map_encoder() != nullptr ? 1 : 0;
+  plan.producer =
+      plan.rows == kWgProducerRows && !force_cp_async && tensor_map_encoder() != nullptr ? 1 : 0;
 #else
   (void)force_cp_async;
   plan.producer = 0;

@@ -16,12 +16,12 @@ constexpr int kForceTiledKernel = -2000;
 // the reduce kernel where the plan adds it on chip (cluster_k): the same grid
 // and k ranges, so a test compares the two sums' bits.
 constexpr int kForceWgmmaReduce = -2001;
-// split_k_override that, in a build with the wgmma producer
-// (-DJAX_MARLIN_WGMMA_PRODUCER=2), runs the cp.async mainloop instead of the
-// producer warpgroup's, on the same grid: a test compares the two's bits in
+// split_k_override that runs 256-row plans with the cp.async mainloop instead
+// of the producer warpgroup's (wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER), on the same grid: a test compares the two's bits in
 // one process. Elsewhere the plan as with 0.
 constexpr int kForceWgmmaCpAsync = -2002;
-// The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (0: none).
+// The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1: the
+// producer warpgroup at 256 rows, the default; 0: none).
 int WgmmaProducerBuild();
 
 // Whether the wgmma kernel takes this GEMM on this device: sm_90 with the
@@ -47,7 +47,7 @@ struct WgmmaGridInfo {
   int stages_per_split;  // stages of 64 of k a split (the last may have fewer)
   int smem_bytes;        // dynamic shared memory a block
   int cluster_k;         // 1: the 2 splits of a tile are a cluster that adds on chip (no reduce)
-  int producer = 0;      // 1: the producer warpgroup's mainloop (knob-on builds), 0: cp.async
+  int producer = 0;      // 1: the producer warpgroup's mainloop (256 rows), 0: cp.async
 };
 // on_chip_split = false: kForceWgmmaReduce's plan (cluster_k = 0).
 // force_cp_async: kForceWgmmaCpAsync's plan (producer = 0).

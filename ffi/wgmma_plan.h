@@ -18,19 +18,23 @@ namespace jax_marlin {
 namespace {
 
 constexpr int kWgThreads = 256;          // two warpgroups
-// -DJAX_MARLIN_WGMMA_PRODUCER: warp 8 feeds the ring through full/empty
-// mbarriers (TMA for the activations, bulk copies for codes and group words);
-// the two warpgroups only wait, load, dequantize and multiply. A prototype
-// (wgmma_kernel.cu wgmma_producer); with it both mainloops are built and the
-// split_k override kForceWgmmaCpAsync runs the cp.async one.
+// The producer warpgroup (JAX_MARLIN_WGMMA_PRODUCER, 1 unless built with
+// -DJAX_MARLIN_WGMMA_PRODUCER=0; a value, not a flag): 256-row blocks run
+// with a third warpgroup whose warp 8 feeds the ring through full/empty
+// mbarriers (TMA for the activations, bulk copies for codes and group words),
+// so the two consumer warpgroups only wait, load, dequantize and multiply
+// (wgmma_kernel.cu wgmma_producer). Measured on an H200 (session 22 call F,
+// kernels alone in CUDA graphs): 256 x 8192 x 28672 196.3 -> 172.1 us,
+// 1024 x 8192 x 28672 734.8 -> 642.5, 256 x 14336 x 4096 50.6 -> 45.1; at 32,
+// 64 and 128 rows it lost 9-22% (62.4 -> 76.4 us at 32 x 8192 x 28672), so
+// those keep the cp.async ring and its block barrier. The cp.async ring stays
+// compiled for 256 rows too: the fallback where the runtime has no
+// cuTensorMapEncodeTiled, and the test's reference (kForceWgmmaCpAsync).
 #ifndef JAX_MARLIN_WGMMA_PRODUCER
-#define JAX_MARLIN_WGMMA_PRODUCER 0
+#define JAX_MARLIN_WGMMA_PRODUCER 1
 #endif
-// 2: a producer warpgroup (384 threads) whose registers setmaxnreg hands to
-// the consumers (the one tested); 1: one producer warp (288 threads, no
-// setmaxnreg: its register cap spills at 256 rows; compiles, never tested).
-constexpr int kWgProducerThreads =
-    JAX_MARLIN_WGMMA_PRODUCER == 2 ? 128 : JAX_MARLIN_WGMMA_PRODUCER ? 32 : 0;
+constexpr int kWgProducerRows = 256;  // the block rows the producer runs
+constexpr int kWgProducerThreads = JAX_MARLIN_WGMMA_PRODUCER ? 128 : 0;
 constexpr int kWgBlockThreads = kWgThreads + kWgProducerThreads;
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
@@ -85,7 +89,8 @@ struct WgmmaConfig {
   static constexpr int kStages = kLead + kStagesPerBarrier + 1;
   // + 1 KB to align the dynamic shared memory's base to 1024 by hand.
   // (+ the producer's full/empty barriers: 16 B a slot past the exchange's 16.)
-  static constexpr int kBarrierBytes = JAX_MARLIN_WGMMA_PRODUCER ? 256 : 0;
+  static constexpr int kBarrierBytes =
+      JAX_MARLIN_WGMMA_PRODUCER && kRows == kWgProducerRows ? 256 : 0;
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024 + kBarrierBytes;
 };
 static_assert(WgmmaConfig<256>::kSmemBytes <= 227 * 1024, "the 256-row ring fits an sm_90 block");

@@ -49,7 +49,8 @@ def build_info() -> dict:
     the SM targets of the CUDA kernels; ``xla_ffi_api_version``: the version of
     the XLA FFI headers the handlers were compiled against (a handler loads on
     any jaxlib whose own version is at least this); ``wgmma_producer`` (with the CUDA
-    module): the wgmma kernel's -DJAX_MARLIN_WGMMA_PRODUCER, 0 unless built with it.
+    module): the wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER, 1 (the producer warpgroup at
+    256 rows) unless built with -DJAX_MARLIN_WGMMA_PRODUCER=0 (or without the wgmma kernel).
     """
     info = {
         "cpu": _cpu is not None,
@@ -67,7 +68,7 @@ def build_info() -> dict:
         info["cuda_architectures"] = sorted({int(re.match(r"\d+", a).group())
                                              for a in _cuda.cuda_architectures().split(",")})
         info["cuda_runtime_version"] = int(_cuda.cuda_runtime_version())
-        # -DJAX_MARLIN_WGMMA_PRODUCER of the wgmma kernel (0: off, or no wgmma kernel).
+        # JAX_MARLIN_WGMMA_PRODUCER of the wgmma kernel (0: off, or no wgmma kernel).
         info["wgmma_producer"] = int(_cuda.wgmma_producer())
     else:
         info["cuda_import_error"] = _cuda_error
