@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (tid == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) {
         mbarrier_init(full_bars + 8 * i, 1);                  // the producer's arrive.expect_tx
-        mbarrier_init(empty_bars + 8 * i, kWgThreads / 32);   // lane 0 of each consumer warp
+        mbarrier_init(empty_bars + 8 * i, kWgThreads);        // every consumer thread
       }
       fence_mbarrier_init();
     }
@@ -524,8 +524,8 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   };
 
   // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
-  // after stage s's wgmma wait (stage s - 1's group done), each warp's lane 0
-  // frees stage s - 1's slot. With early loads, stage s + 1's words are read
+  // after stage s's wgmma wait (stage s - 1's group done), every consumer
+  // thread frees stage s - 1's slot. With early loads, stage s + 1's words are read
   // during stage s (its slot waited for there, not past the last stage).
   int read_slot = 0, release_slot = 0, words_slot = 0;
   uint32_t read_phase = 0, words_phase = 0;
@@ -571,12 +571,13 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     if (s > 0) {
-      // Lane 0 frees the slot for its warp: the warp's other lanes read it
-      // too (their LDS of codes and words), and only this warp barrier orders
-      // those reads before lane 0's arrive (racecheck read each of lanes 1-31
-      // against the producer's next bulk copy without it, session 22 call F).
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
+      // Every consumer thread frees the slot (the barrier counts all 256):
+      // each one's arrive orders its own shared loads of the slot's codes and
+      // words before the producer's next copy into it. With lane 0 alone
+      // arriving for its warp, racecheck read lanes 1-31's loads against that
+      // copy (session 22 call F), and a __syncwarp before lane 0's arrive did
+      // not change its reading (call G).
+      mbarrier_arrive_local(empty_bars + 8 * release_slot);
       release_slot = next_slot(release_slot);
     }
   };
