@@ -31,7 +31,9 @@
 // wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER; the design study is
 // docs/perf/session21/wip/wgmma-producer/DESIGN.md): TMA for the activations,
 // bulk copies for the codes and group words, full/empty mbarriers instead of
-// the block barrier. Smaller blocks lost with it and keep the cp.async ring.
+// the block barrier, in a build with -DJAX_MARLIN_WGMMA_PRODUCER=1 (off by
+// default, wgmma_plan.h says why). Smaller blocks lost with it and keep the
+// cp.async ring.
 
 #include "wgmma_kernel.h"
 
@@ -248,8 +250,8 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 
 // kProducer (256 rows only): the producer warpgroup's mainloop, else the
 // cp.async ring's (every row count; at 256 rows the fallback and the tests'
-// reference). With JAX_MARLIN_WGMMA_PRODUCER=0 the template has no kProducer
-// and its SASS is the cp.async-only kernel's of session 21.
+// reference). With JAX_MARLIN_WGMMA_PRODUCER=0 (the default) the template has
+// no kProducer and its SASS is the cp.async-only kernel's of session 21.
 #if JAX_MARLIN_WGMMA_PRODUCER
 #define JM_WG_PRODUCER_TPARAM , bool kProducer
 #define JM_WG_PRODUCER_TARG(x) , x

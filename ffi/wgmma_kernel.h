@@ -21,7 +21,7 @@ constexpr int kForceWgmmaReduce = -2001;
 // one process. Elsewhere the plan as with 0.
 constexpr int kForceWgmmaCpAsync = -2002;
 // The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1: the
-// producer warpgroup at 256 rows, the default; 0: none).
+// producer warpgroup at 256 rows; 0, the default: none).
 int WgmmaProducerBuild();
 
 // Whether the wgmma kernel takes this GEMM on this device: sm_90 with the

@@ -635,14 +635,15 @@ PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1056
 
 
 def _producer_build():
-    """Skips unless the producer mainloop can run here: a 9.0 GPU and a build with it
-    (the default; build_info()["wgmma_producer"] is 0 for -DJAX_MARLIN_WGMMA_PRODUCER=0)."""
+    """Skips unless the producer mainloop can run here: a 9.0 GPU and a build with
+    -DJAX_MARLIN_WGMMA_PRODUCER=1 (build_info()["wgmma_producer"]; off by default)."""
     info = jm.build_info()
     if float(jax.devices("gpu")[0].compute_capability) != 9.0 or (
             90 not in info["cuda_architectures"]):
         pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
     if info.get("wgmma_producer", 0) != 1:
-        pytest.skip("a build without the wgmma producer (-DJAX_MARLIN_WGMMA_PRODUCER=0)")
+        pytest.skip("a build without the wgmma producer "
+                    "(CUDA_FLAGS=-DJAX_MARLIN_WGMMA_PRODUCER=1 builds it)")
 
 
 def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
