@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# session 22 call H (the last ~250 s of device time): the producer's slots released by every
+# session 22 call H (prepared; no device time was left to run it): with
+# -DJAX_MARLIN_WGMMA_PRODUCER=1 (off by default), the producer's slots released by every
 # consumer thread (empty barriers count 256) instead of lane 0 of each warp, after call G's
 # racecheck still read the producer's bulk copies against the consumers' shared loads with a
 # __syncwarp before lane 0's arrive. The package built, the producer's GPU tests (bitwise the
@@ -12,7 +13,8 @@ OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo=$(pwd)
 t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
-SKIP_EXAMPLES=1 TEST_TIMEOUT=60 timeout 150 bash tools/device_check.sh -n 8 -m gpu -rs -k producer \
+CUDA_FLAGS="-DJAX_MARLIN_WGMMA_PRODUCER=1" SKIP_EXAMPLES=1 TEST_TIMEOUT=60 timeout 150 \
+  bash tools/device_check.sh -n 8 -m gpu -rs -k producer \
   > $OUT/check.log 2>&1
 echo "check exit $? at $(el) s"
 grep -E "build took|passed|failed|error" $OUT/check.log | tail -4
