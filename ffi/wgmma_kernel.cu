@@ -490,8 +490,6 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
 #pragma unroll
   for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
 
-#if JAX_MARLIN_WGMMA_PRODUCER
-  if constexpr (kProducer) {
   // A stage's shared loads: the lane's code word of each unit (word wg_warp
   // of its 16 bytes of a unit: columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1,
   // 2q + 8, 2q + 9) and its group words: its first group (units 0-3, or 0-1
@@ -525,6 +523,8 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     return w;
   };
 
+#if JAX_MARLIN_WGMMA_PRODUCER
+  if constexpr (kProducer) {
   // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
   // after stage s's wgmma wait (stage s - 1's group done), every consumer
   // thread frees stage s - 1's slot. With early loads, stage s + 1's words are read
@@ -611,39 +611,6 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (s < n_stages) load_stage(s_first + s, s);
     cp_async_commit();  // (empty groups past the end keep the count)
   }
-
-  // A stage's shared loads: the lane's code word of each unit (word wg_warp
-  // of its 16 bytes of a unit: columns 16 wg_warp + g (+ 8) at k 2q, 2q + 1,
-  // 2q + 8, 2q + 9) and its group words: its first group (units 0-3, or 0-1
-  // for groups of 32) and, for groups of 32, its second (units 2-3). Lane
-  // group g's eight scales (columns 16 j + 8 h + g, position 2 j + h) are the
-  // 16 bytes at 16 g of a group's words, its packed zero points word g (nibble
-  // 2 j + h), its offsets the 16 bytes at 128 + 16 g. This warp needs j =
-  // wg_warp only: that pair is moved to position 0, so the constants are
-  // indexed statically (a runtime index puts them in local memory).
-  struct StageWords {
-    uint32_t code[kWgStageUnits];
-    uint32_t scale_pair[kGroups], zp_pair[kGroups], offset_pair[kGroups];
-  };
-  const uint32_t code_read = kCodesOffset + wg * (kWgStageUnits * kWgUnitBytes) + lane * 16 +
-                             wg_warp * 4;
-  const uint32_t words_read = kWordsOffset + wg * kWgGroupWordBytes;
-  auto load_words = [&](uint32_t base) {
-    StageWords w;
-#pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) w.code[u] = lds_32(base + code_read + u * kWgUnitBytes);
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i) {
-      const uint32_t words = base + words_read + i * kWgTiles * kWgGroupWordBytes;
-      w.scale_pair[i] = lds_32(words + 16 * g + 4 * wg_warp);
-      w.zp_pair[i] = w.offset_pair[i] = 0;
-      if constexpr (kZP == ZeroPointKind::kPacked4)
-        w.zp_pair[i] = lds_32(words + 128 + 4 * g) >> (8 * wg_warp);
-      if constexpr (kZP == ZeroPointKind::kOffset)
-        w.offset_pair[i] = lds_32(words + 128 + 16 * g + 4 * wg_warp);
-    }
-    return w;
-  };
 
   // One stage, its A registers in `frag` (two sets, alternating by stage, so
   // that stage s - 1's wgmmas may still read theirs). Branch-free: units past
