@@ -132,6 +132,19 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
               "the launch's registers a thread (384-thread blocks, one an SM): "
               "ptxas -v must report exactly this for the producer instances");
 
+// How the consumers free a slot (-DJAX_MARLIN_WGMMA_RELEASE, for the producer
+// build): 0 (default), every consumer thread arrives, its own arrive ordering
+// its own shared loads of the slot before the producer's next copy into it
+// (the empty barriers count 256); 1, each warpgroup meets a named barrier
+// (bar.sync orders its 128 threads' loads) and the warpgroup's thread 0
+// arrives (they count 2): fewer arrivals a stage, one more barrier. Lane 0 of
+// each warp arriving, with or without a __syncwarp before it, drew racecheck
+// hazards (session 22 calls F and G); call H times 0 and 1.
+#ifndef JAX_MARLIN_WGMMA_RELEASE
+#define JAX_MARLIN_WGMMA_RELEASE 0
+#endif
+constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 : kWgThreads;
+
 // The producer warpgroup (threads 256..383 of a 256-row block).
 // Warp 8 fills slot after slot as the consumers free them; warps 9-11 only
 // take part in the block and cluster barriers (setmaxnreg needs the whole
@@ -349,7 +362,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (tid == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) {
         mbarrier_init(full_bars + 8 * i, 1);                  // the producer's arrive.expect_tx
-        mbarrier_init(empty_bars + 8 * i, kWgThreads);        // every consumer thread
+        mbarrier_init(empty_bars + 8 * i, kWgReleaseArrivals);  // the consumers' release
       }
       fence_mbarrier_init();
     }
@@ -573,13 +586,13 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     if (s > 0) {
-      // Every consumer thread frees the slot (the barrier counts all 256):
-      // each one's arrive orders its own shared loads of the slot's codes and
-      // words before the producer's next copy into it. With lane 0 alone
-      // arriving for its warp, racecheck read lanes 1-31's loads against that
-      // copy (session 22 call F), and a __syncwarp before lane 0's arrive did
-      // not change its reading (call G).
-      mbarrier_arrive_local(empty_bars + 8 * release_slot);
+      // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
+      if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // ids 1-2: bar 0 is done
+        if (threadIdx.x % 128 == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
+      } else {
+        mbarrier_arrive_local(empty_bars + 8 * release_slot);
+      }
       release_slot = next_slot(release_slot);
     }
   };
