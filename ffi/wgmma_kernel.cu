@@ -535,6 +535,25 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     return w;
   };
+  // A stage's words to its A registers: the group constants, then each unit's
+  // code word dequantized, the scale applied to A before the MMA.
+  auto dequantize_stage = [&](const StageWords& w, uint32_t (&frag)[kWgStageUnits][4]) {
+    GroupConstants gc[kGroups];
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i)
+      make_group_constants<T, kZP>(gc[i], make_uint4(w.scale_pair[i], 0, 0, 0), w.zp_pair[i],
+                                   make_uint4(w.offset_pair[i], 0, 0, 0));
+#pragma unroll
+    for (int u = 0; u < kWgStageUnits; ++u) {
+      uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
+      dequant_word<T, kZP>(w.code[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
+      // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
+      frag[u][0] = col_lo[0];
+      frag[u][1] = col_hi[0];
+      frag[u][2] = col_lo[1];
+      frag[u][3] = col_hi[1];
+    }
+  };
 
 #if JAX_MARLIN_WGMMA_PRODUCER
   if constexpr (kProducer) {
@@ -570,20 +589,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     read_slot = next_slot(read_slot);
     if (read_slot == 0) read_phase ^= 1;
-    GroupConstants gc[kGroups];
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i)
-      make_group_constants<T, kZP>(gc[i], make_uint4(w.scale_pair[i], 0, 0, 0), w.zp_pair[i],
-                                   make_uint4(w.offset_pair[i], 0, 0, 0));
-#pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) {
-      uint32_t col_lo[2], col_hi[2];
-      dequant_word<T, kZP>(w.code[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
-      frag[u][0] = col_lo[0];
-      frag[u][1] = col_hi[0];
-      frag[u][2] = col_lo[1];
-      frag[u][3] = col_hi[1];
-    }
+    dequantize_stage(w, frag);
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
     if (s > 0) {
       // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
@@ -667,21 +673,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     } else {
       w = load_words(base);
     }
-    GroupConstants gc[kGroups];
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i)
-      make_group_constants<T, kZP>(gc[i], make_uint4(w.scale_pair[i], 0, 0, 0), w.zp_pair[i],
-                                   make_uint4(w.offset_pair[i], 0, 0, 0));
-#pragma unroll
-    for (int u = 0; u < kWgStageUnits; ++u) {
-      uint32_t col_lo[2], col_hi[2];  // columns +g and +g+8: k 2q.., k 2q+8..
-      dequant_word<T, kZP>(w.code[u], gc[kTwoGroups && u >= 2 ? 1 : 0], 0, col_lo, col_hi);
-      // The A fragment's order: (row g, k lo), (row g+8, k lo), (row g, k hi), (row g+8, k hi).
-      frag[u][0] = col_lo[0];
-      frag[u][1] = col_hi[0];
-      frag[u][2] = col_lo[1];
-      frag[u][3] = col_hi[1];
-    }
+    dequantize_stage(w, frag);
     // Stage s - 1's group is done when this returns: its slot and its A
     // registers are free.
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
