@@ -125,7 +125,8 @@ def group_clusters(rng):
     print(f"sanitize sweep: {checked} group-cluster calls checked", flush=True)
 
 
-PARTS = ("fused", "dense", "dequantize", "a_phases", "group_clusters", "wgmma_clusters")
+PARTS = ("fused", "dense", "dequantize", "a_phases", "group_clusters", "wgmma_clusters",
+         "wgmma_producer")
 
 
 def main():
@@ -160,6 +161,8 @@ def main():
         group_clusters(np.random.default_rng(2))
     if "wgmma_clusters" in parts:
         wgmma_k_split_clusters(np.random.default_rng(3))
+    if "wgmma_producer" in parts:
+        wgmma_producer(np.random.default_rng(4))
 
 
 def wgmma_k_split_clusters(rng):
@@ -184,6 +187,23 @@ def wgmma_k_split_clusters(rng):
     if "H200" in jax.devices()[0].device_kind:  # every shape plans the cluster there
         assert checked == len(shapes), checked
     print(f"sanitize sweep: {checked} wgmma k-split clusters checked", flush=True)
+
+
+def wgmma_producer(rng):
+    """The wgmma kernel's producer warpgroup (256-row blocks, in a build with
+    -DJAX_MARLIN_WGMMA_PRODUCER=1; elsewhere nothing runs and the count reads 0): two
+    256-row blocks with groups of 32 and ragged N and K, and 256-row blocks in k-split
+    clusters (session 22's racecheck shapes, calls F-H)."""
+    checked = 0
+    for M, N, K, block, dtype in [(300, 1000, 1056, 32, jnp.bfloat16),
+                                  (200, 8000, 4104, 128, jnp.float16)]:
+        w, a, bias, ref = _operands(rng, M, N, K, block, dtype)
+        plan = ops.wgmma_plan(M, w, dtype)
+        if plan is None or not plan["producer"]:
+            continue
+        _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
+        checked += 1
+    print(f"sanitize sweep: {checked} wgmma producer calls checked", flush=True)
 
 
 if __name__ == "__main__":

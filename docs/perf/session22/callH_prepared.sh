@@ -7,7 +7,7 @@
 #   1. (background) latency probes: off (the default build), r0 (producer, every thread
 #      releases), r1 (producer, a named barrier a warpgroup and one arrival each);
 #   2. the package with the producer (r0): its GPU tests (bitwise the cp.async ring's);
-#   3. racecheck on call G's two shapes, the whole logs kept; memcheck on one;
+#   3. racecheck and memcheck on call G's two shapes (the sweep's wgmma_producer part);
 #   4. probes, two rounds of off / r0 / r1 on 256-row shapes.
 # If r0 reads 0 hazards and is not slower than r1: make the producer the default
 # (wgmma_plan.h), run device_check.sh -n 8 -m gpu with the sweep per part, refresh h200.csv.
@@ -49,26 +49,16 @@ echo "check exit $? at $(el) s"
 grep -E "build took|passed|failed|error" $OUT/check.log | tail -4
 grep -E "SKIPPED" $OUT/pytest.log | head -4
 
-cat > /tmp/prod_one.py <<'PY'
-import sys
-sys.path.insert(0, sys.argv[6])
-import numpy as np, jax.numpy as jnp
-import sanitize_sweep as s
-from jax_marlin import ops
-M, N, K, group = map(int, sys.argv[1:5]); dtype = jnp.bfloat16 if sys.argv[5] == "bf16" else jnp.float16
-w, a, bias, ref = s._operands(np.random.default_rng(1), M, N, K, group, dtype)
-plan = ops.wgmma_plan(M, w, dtype); print("plan", plan, flush=True)
-assert plan["producer"], plan
-s._check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0); print("checked", flush=True)
-PY
-n=0
-for job in "racecheck 300 1000 1056 32 bf16" "racecheck 200 8000 4104 128 fp16" "memcheck 200 8000 4104 128 bf16"; do
-  set -- $job; tool=$1; shift; n=$((n + 1))
-  (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_FLAGS="--xla_gpu_autotune_level=0" \
-     timeout 60 compute-sanitizer --tool $tool --kernel-name kns=wgmma --error-exitcode 3 \
-     python3 /tmp/prod_one.py "$@" $repo/tools > $OUT/san$n.log 2>&1
-   echo "$tool $*: exit $? $(grep -E 'SUMMARY|checked|plan' $OUT/san$n.log | tr '\n' ' ')")
+# The sweep's producer part (tools/sanitize_sweep.py wgmma_producer: call G's two shapes),
+# one process a tool, the whole logs kept.
+for tool in racecheck memcheck; do
+  (cd /tmp && SWEEP_PARTS=wgmma_producer XLA_PYTHON_CLIENT_ALLOCATOR=platform \
+     XLA_FLAGS="--xla_gpu_autotune_level=0" timeout 90 compute-sanitizer --tool $tool \
+     --kernel-name kns=wgmma --error-exitcode 3 python3 $repo/tools/sanitize_sweep.py \
+     > $OUT/$tool.log 2>&1
+   echo "$tool: exit $? $(grep -E 'SUMMARY|sanitize sweep' $OUT/$tool.log | tr '\n' ' ')")
 done
+# (2 producer calls must read "checked"; fewer means the build did not plan the producer.)
 
 wait $pb; cat /tmp/probe_build.log
 shapes="256x8192x28672 256x28672x8192 1024x8192x28672 256x14336x4096 200x4104x8000 300x4096x4096"
