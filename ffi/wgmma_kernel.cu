@@ -559,34 +559,16 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   if constexpr (kProducer) {
   // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
   // after stage s's wgmma wait (stage s - 1's group done), every consumer
-  // thread frees stage s - 1's slot. With early loads, stage s + 1's words are read
-  // during stage s (its slot waited for there, not past the last stage).
-  int read_slot = 0, release_slot = 0, words_slot = 0;
-  uint32_t read_phase = 0, words_phase = 0;
+  // thread frees stage s - 1's slot. (256 rows load a stage's words in the
+  // stage, as the cp.async ring does there: no early loads.)
+  static_assert(!Cfg::kEarlyLoads, "the producer's consumers load each stage's words in it");
+  int read_slot = 0, release_slot = 0;
+  uint32_t read_phase = 0;
   auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
-  StageWords next_words{};
-  if constexpr (Cfg::kEarlyLoads) {
-    if (n_stages > 0) {
-      mbarrier_wait(full_bars, 0);
-      next_words = load_words(stage_at(0));
-    }
-    words_slot = 1;
-  }
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const uint32_t base = stage_at(read_slot);
-    StageWords w;
-    if constexpr (Cfg::kEarlyLoads) {
-      w = next_words;
-      if (s + 1 < n_stages) {
-        mbarrier_wait(full_bars + 8 * words_slot, words_phase);
-        next_words = load_words(stage_at(words_slot));
-      }
-      words_slot = next_slot(words_slot);
-      if (words_slot == 0) words_phase ^= 1;
-    } else {
-      mbarrier_wait(full_bars + 8 * read_slot, read_phase);
-      w = load_words(base);
-    }
+    mbarrier_wait(full_bars + 8 * read_slot, read_phase);
+    const StageWords w = load_words(base);
     read_slot = next_slot(read_slot);
     if (read_slot == 0) read_phase ^= 1;
     dequantize_stage(w, frag);
