@@ -576,7 +576,12 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (s > 0) {
       // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
       if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // ids 1-2: bar 0 is done
+        // Immediate ids (1, 2; barrier 0 is the prologue's): an id in a register
+        // makes ptxas reserve all 16 hardware barriers for the kernel.
+        if (wg == 0)
+          asm volatile("bar.sync 1, 128;\n" ::: "memory");
+        else
+          asm volatile("bar.sync 2, 128;\n" ::: "memory");
         if (threadIdx.x % 128 == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
       } else {
         mbarrier_arrive_local(empty_bars + 8 * release_slot);

@@ -628,10 +628,11 @@ FORCE_WGMMA_CP_ASYNC = -2002  # ffi/wgmma_kernel.h kForceWgmmaCpAsync
 # 64-column tiles (N = 130, 520: a block of one tile, whose second warpgroup's slot is never
 # filled), per-channel groups with a last stage wholly past K (K = 136, k_pad = 256: the TMA
 # box of k = 192..255 is all zero fill), every zero-point kind, and the workspace k-split
-# (K = 4100 and 4096 over few column blocks: 8 splits, the last of 3 stages).
+# (K = 4100 and 4096 over few column blocks: 8 splits, the last of 3 stages), and exactly
+# one pass over the 256-row ring (K = 384: 6 stages, 6 slots; a reviewer's case).
 PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1056, 32, "float"),
                    (72, 136, "channel", "packed"), (520, 4100, 128, "none"),
-                   (136, 4096, 32, "float")]
+                   (136, 4096, 32, "float"), (200, 384, 64, "packed")]
 
 
 def _producer_build():
