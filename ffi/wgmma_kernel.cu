@@ -908,6 +908,41 @@ bool wgmma_code_loaded(const DeviceLimits& device) {
   });
 }
 
+#if JAX_MARLIN_WGMMA_PRODUCER
+// The producer's register hand-off uses the block's pool exactly (40 + 2 x 232
+// = 3 x 168): were a kernel compiled to fewer than kWgLaunchRegs a thread, the
+// consumers' setmaxnreg.inc would wait forever. So every producer instance's
+// count is read once, and a mismatch plans the cp.async ring instead.
+template <typename T, ZeroPointKind kZP, bool kTwoGroups>
+bool producer_registers_as_budgeted() {
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes,
+                            wgmma_gemm_kernel<T, kZP, kWgProducerRows, kTwoGroups, true>) !=
+      cudaSuccess) {
+    cudaGetLastError();  // not an error of the launch to come
+    return false;
+  }
+  return attributes.numRegs == kWgLaunchRegs;
+}
+
+template <ZeroPointKind kZP>
+bool producer_registers_as_budgeted_for() {
+  return producer_registers_as_budgeted<__half, kZP, false>() &&
+         producer_registers_as_budgeted<__half, kZP, true>() &&
+         producer_registers_as_budgeted<__nv_bfloat16, kZP, false>() &&
+         producer_registers_as_budgeted<__nv_bfloat16, kZP, true>();
+}
+
+bool producer_registers_ok(const DeviceLimits& device) {
+  static std::atomic<int> known[kMaxCachedDevices];
+  return cached_per_device(known, device.ordinal, [] {
+    return producer_registers_as_budgeted_for<ZeroPointKind::kImplicit>() &&
+           producer_registers_as_budgeted_for<ZeroPointKind::kPacked4>() &&
+           producer_registers_as_budgeted_for<ZeroPointKind::kOffset>();
+  });
+}
+#endif
+
 }  // namespace
 
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
@@ -921,15 +956,18 @@ namespace {
 // The grid, with the on-chip split turned into partials and the reduce kernel
 // where asked (the workspace holds them: the plan's 2 splits came from it).
 // The mainloop: the producer warpgroup's in a build with the knob, unless a
-// test forces the cp.async ring (kForceWgmmaCpAsync) or the runtime has no
-// cuTensorMapEncodeTiled (then the cp.async ring, the same bits).
+// test forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
+// cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
+// (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
                             bool on_chip_split, bool force_cp_async) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer =
-      plan.rows == kWgProducerRows && !force_cp_async && tensor_map_encoder() != nullptr ? 1 : 0;
+  plan.producer = plan.rows == kWgProducerRows && !force_cp_async &&
+                          tensor_map_encoder() != nullptr && producer_registers_ok(device)
+                      ? 1
+                      : 0;
 #else
   (void)force_cp_async;
   plan.producer = 0;
