@@ -118,6 +118,16 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t
 #endif
 }
 
+// A consumer's plain arrival (release at CTA scope): "this slot is free". Its
+// loads of the slot are ordered before the arrival; the producer's next copy
+// into the slot comes after its wait on the barrier, so no proxy fence is
+// needed (the usual consumer release of a bulk-copy pipeline).
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared,
 // counted against barrier `bar`. The evict-first policy: codes are read once.
 __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes,
@@ -127,6 +137,18 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
       "[%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
       "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+#endif
+}
+
+// The same without a cache hint, for data that other blocks read again (the
+// wgmma kernel's codes and group words at M > 256: each row block re-reads them).
+__device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes,
+                                                    uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 #endif
 }

@@ -75,10 +75,9 @@ struct WgmmaParams : GemmOperands {
 // kTwoGroups: groups of 32, two a stage (units 0-1 and 2-3); else one group
 // covers the stage (groups of 64 or more, powers of two).
 #if JAX_MARLIN_WGMMA_PRODUCER
-// The producer's copies (sm_90). The activations' box (64 k x kRows rows,
-// 128-byte swizzle, zeros past M and K) by the tensor map; codes and group
-// words as 1-D bulk copies, no cache hint (a row block's codes are re-read by
-// the other row blocks at M > 256, as cp.async.cg leaves them).
+// The producer's activation copy (sm_90): the box of 64 k x kRows rows,
+// 128-byte swizzle, zeros past M and K, by the tensor map. (Codes and group
+// words go by marlin_device.cuh's bulk_copy_to_shared, no cache hint.)
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
                                             uint32_t bar) {
   asm volatile(
@@ -87,31 +86,19 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
-__device__ __forceinline__ void bulk_copy_plain(uint32_t dst, const void* src, uint32_t bytes,
-                                                uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-// A plain arrive (release at CTA scope): the consumers' "this slot is free".
-// Their reads of the slot were LDS (done: their values fed the wgmmas) and
-// wgmma's async-proxy reads (done: wgmma.wait_group); the producer's next
-// writes to it come after its wait on this barrier, so no proxy fence is
-// needed (the usual consumer-release of a TMA pipeline).
-__device__ __forceinline__ void mbarrier_arrive_local(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
 // The ring's barriers, past the on-chip exchange's two (ring_free, halves_in:
 // 16 B past the last slot), in the + 256 B the knob adds to the shared memory
-// (wgmma_plan.h kBarrierBytes): full[slot] (8 B each), then empty[slot].
+// (wgmma_plan.h kBarrierBytes): full[slot] at full + 8 slot, then empty[slot].
+struct RingBarriers {
+  uint32_t full, empty;
+};
 template <int kRows>
-__device__ __forceinline__ uint32_t wgmma_full_barriers(uint32_t smem_base) {
+__device__ __forceinline__ RingBarriers wgmma_ring_barriers(uint32_t smem_base) {
   using Cfg = WgmmaConfig<kRows>;
   static_assert(16 + 2 * 8 * Cfg::kStages <= Cfg::kBarrierBytes,
                 "the exchange's and the ring's barriers fit the bytes added");
-  return smem_base + Cfg::kStages * Cfg::kStageBytes + 16;
+  const uint32_t full = smem_base + Cfg::kStages * Cfg::kStageBytes + 16;
+  return {full, full + 8 * Cfg::kStages};
 }
 
 // setmaxnreg's budgets (multiples of 8 in [24, 256]). The CTA's pool is what
@@ -170,8 +157,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
-  const uint32_t full_bars = wgmma_full_barriers<kRows>(smem_base);
-  const uint32_t empty_bars = full_bars + 8 * Cfg::kStages;
+  const RingBarriers bars = wgmma_ring_barriers<kRows>(smem_base);
   const int warp = threadIdx.x >> 5;
   // The prologue's barriers, as the consumers meet them: the cluster arrive
   // (the peer's epilogue waits for every non-exited thread of the cluster),
@@ -200,10 +186,10 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
       // once the phase of parity P has completed; a fresh barrier is in phase
       // 0, so waiting on parity 1 passes at once: the first kStages stages go
       // straight in, the (n+1)-th use of a slot waits for its n-th release.
-      mbarrier_wait(empty_bars + 8 * slot, phase ^ 1);
+      mbarrier_wait(bars.empty + 8 * slot, phase ^ 1);
       const int s = s_first + j;
       const uint32_t base = smem_base + slot * Cfg::kStageBytes;
-      const uint32_t full = full_bars + 8 * slot;
+      const uint32_t full = bars.full + 8 * slot;
       const uint32_t unit_bytes = min(kWgStageUnits, p.kt_total - kWgStageUnits * s) * kWgUnitBytes;
       // One lane issues (the copies are whole-block operations, not per
       // lane); elect.sync picks it without a lane-0 branch, around which
@@ -225,7 +211,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 #pragma unroll 1
         for (int tt = 0; tt < tiles; ++tt) {
           const int64_t tile = tile0 + tt;
-          bulk_copy_plain(base + Cfg::kActBytes + tt * (kWgStageUnits * kWgUnitBytes),
+          bulk_copy_to_shared(base + Cfg::kActBytes + tt * (kWgStageUnits * kWgUnitBytes),
                           p.codes + (tile * p.kt_total + kWgStageUnits * s) * 128, unit_bytes,
                           full);
 #pragma unroll
@@ -233,14 +219,14 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
             const int64_t gi = min(((s * kWgStageK) >> log_group) + jj, p.k_blocks - 1);
             const uint32_t dst = base + Cfg::kActBytes + kWgCodesBytes +
                                  (jj * kWgTiles + tt) * kWgGroupWordBytes;
-            bulk_copy_plain(dst, scales + gi * p.n_pad + tile * 64, 128, full);
+            bulk_copy_to_shared(dst, scales + gi * p.n_pad + tile * 64, 128, full);
             if constexpr (kZP == ZeroPointKind::kPacked4)
-              bulk_copy_plain(dst + 128,
+              bulk_copy_to_shared(dst + 128,
                               static_cast<const uint32_t*>(p.zero_points) + gi * (p.n_pad / 8) +
                                   tile * 8,
                               32, full);
             if constexpr (kZP == ZeroPointKind::kOffset)
-              bulk_copy_plain(dst + 128,
+              bulk_copy_to_shared(dst + 128,
                               static_cast<const T*>(p.zero_points) + gi * p.n_pad + tile * 64,
                               128, full);
           }
@@ -347,22 +333,18 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   }
 #endif
 #if JAX_MARLIN_WGMMA_PRODUCER
-  // The ring's barriers (wgmma_full_barriers): thread 0 sets them up; the
+  // The ring's barriers (wgmma_ring_barriers): thread 0 sets them up; the
   // fence makes the initialization visible to the async proxy (the TMA and
   // bulk copies' complete_tx) and the block barrier, which the producer
   // warpgroup meets too (wgmma_producer), to every thread. The last barrier
   // of all 384 threads: the producer never meets another. Not .aligned:
   // the two roles reach it from different instructions.
-  // (Named for every row count, read by the producer's 256 rows only: kRows
-  // is kWgProducerRows wherever kProducer holds.)
-  [[maybe_unused]] const uint32_t full_bars = wgmma_full_barriers<kWgProducerRows>(smem_base);
-  [[maybe_unused]] const uint32_t empty_bars =
-      full_bars + 8 * WgmmaConfig<kWgProducerRows>::kStages;
   if constexpr (kProducer) {
+    const RingBarriers bars = wgmma_ring_barriers<kRows>(smem_base);
     if (tid == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) {
-        mbarrier_init(full_bars + 8 * i, 1);                  // the producer's arrive.expect_tx
-        mbarrier_init(empty_bars + 8 * i, kWgReleaseArrivals);  // the consumers' release
+        mbarrier_init(bars.full + 8 * i, 1);  // the producer's arrive.expect_tx
+        mbarrier_init(bars.empty + 8 * i, kWgReleaseArrivals);  // the consumers' release
       }
       fence_mbarrier_init();
     }
@@ -562,12 +544,13 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // thread frees stage s - 1's slot. (256 rows load a stage's words in the
   // stage, as the cp.async ring does there: no early loads.)
   static_assert(!Cfg::kEarlyLoads, "the producer's consumers load each stage's words in it");
+  const RingBarriers bars = wgmma_ring_barriers<kRows>(smem_base);
   int read_slot = 0, release_slot = 0;
   uint32_t read_phase = 0;
   auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const uint32_t base = stage_at(read_slot);
-    mbarrier_wait(full_bars + 8 * read_slot, read_phase);
+    mbarrier_wait(bars.full + 8 * read_slot, read_phase);
     const StageWords w = load_words(base);
     read_slot = next_slot(read_slot);
     if (read_slot == 0) read_phase ^= 1;
@@ -582,9 +565,9 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
           asm volatile("bar.sync 1, 128;\n" ::: "memory");
         else
           asm volatile("bar.sync 2, 128;\n" ::: "memory");
-        if (threadIdx.x % 128 == 0) mbarrier_arrive_local(empty_bars + 8 * release_slot);
+        if (threadIdx.x % 128 == 0) mbarrier_arrive(bars.empty + 8 * release_slot);
       } else {
-        mbarrier_arrive_local(empty_bars + 8 * release_slot);
+        mbarrier_arrive(bars.empty + 8 * release_slot);
       }
       release_slot = next_slot(release_slot);
     }

@@ -17,8 +17,9 @@ constexpr int kForceTiledKernel = -2000;
 // and k ranges, so a test compares the two sums' bits.
 constexpr int kForceWgmmaReduce = -2001;
 // split_k_override that runs 256-row plans with the cp.async mainloop instead
-// of the producer warpgroup's (wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER), on the same grid: a test compares the two's bits in
-// one process. Elsewhere the plan as with 0.
+// of the producer warpgroup's (wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER), on the
+// same grid: a test compares the two's bits in one process. Elsewhere the plan
+// as with 0.
 constexpr int kForceWgmmaCpAsync = -2002;
 // The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1: the
 // producer warpgroup at 256 rows; 0, the default: none).

@@ -930,7 +930,7 @@ def parse_args(argv):
     p.add_argument("--impls", type=_list(str), default=list(IMPLS),
                    help=f"subset of {','.join(ALL_IMPLS)} (default: all but "
                         f"{','.join(PASS_IMPLS)}; dense gives the baseline, dense_pass the "
-                        "*_pass rows')")
+                        "*_pass rows)")
     p.add_argument("--no-forced", action="store_true",
                    help=f"drop the forced-path rows {', '.join(FORCED)}")
     p.add_argument("--layer-stack", action=argparse.BooleanOptionalAction, default=None,

@@ -165,6 +165,20 @@ def main():
         wgmma_producer(np.random.default_rng(4))
 
 
+def _check_wgmma_where_planned(rng, shapes, planned):
+    """Each (M, N, K, block, dtype) of ``shapes`` whose wgmma plan has ``planned`` set,
+    through the fused path against the oracle; returns how many ran."""
+    checked = 0
+    for M, N, K, block, dtype in shapes:
+        w, a, bias, ref = _operands(rng, M, N, K, block, dtype)
+        plan = ops.wgmma_plan(M, w, dtype)
+        if plan is None or not plan[planned]:
+            continue
+        _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
+        checked += 1
+    return checked
+
+
 def wgmma_k_split_clusters(rng):
     """The wgmma kernel's k-split as clusters of 2 (ffi/wgmma_plan.h; where the plan has
     them): ragged M, N and K, the halves added through distributed shared memory.
@@ -174,16 +188,9 @@ def wgmma_k_split_clusters(rng):
     a run here (session 19): it does not order the copies' completion by barrier.cluster.
     The exchange now goes through mbarriers (release/acquire at cluster scope), which
     racecheck follows; tests/test_gpu.py's back-to-back test checks it too."""
-    checked = 0
-    shapes = [(100, 8000, 2056, jnp.float16), (200, 8000, 4100, jnp.bfloat16),
-              (20, 12000, 2056, jnp.float16)]  # the last: 32-row blocks, two an SM
-    for M, N, K, dtype in shapes:
-        w, a, bias, ref = _operands(rng, M, N, K, 128, dtype)
-        plan = ops.wgmma_plan(M, w, dtype)
-        if plan is None or not plan["cluster_k"]:
-            continue
-        _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
-        checked += 1
+    shapes = [(100, 8000, 2056, 128, jnp.float16), (200, 8000, 4100, 128, jnp.bfloat16),
+              (20, 12000, 2056, 128, jnp.float16)]  # the last: 32-row blocks, two an SM
+    checked = _check_wgmma_where_planned(rng, shapes, "cluster_k")
     if "H200" in jax.devices()[0].device_kind:  # every shape plans the cluster there
         assert checked == len(shapes), checked
     print(f"sanitize sweep: {checked} wgmma k-split clusters checked", flush=True)
@@ -195,16 +202,11 @@ def wgmma_producer(rng):
     256-row blocks with groups of 32 and ragged N and K, and 256-row blocks in k-split
     clusters (session 22's racecheck shapes, calls F-H)."""
     checked = 0
-    for M, N, K, block, dtype in [(300, 1000, 1056, 32, jnp.bfloat16),
-                                  (200, 8000, 4104, 128, jnp.float16)]:
-        w, a, bias, ref = _operands(rng, M, N, K, block, dtype)
-        plan = ops.wgmma_plan(M, w, dtype)
-        if plan is None or not plan["producer"]:
-            continue
-        _check((M, N, K, "packed", dtype), a, w, bias, ref, "fused", 0)
-        checked += 1
+    if jm.build_info().get("wgmma_producer"):  # no operands built for a build without it
+        checked = _check_wgmma_where_planned(
+            rng, [(300, 1000, 1056, 32, jnp.bfloat16), (200, 8000, 4104, 128, jnp.float16)],
+            "producer")
     print(f"sanitize sweep: {checked} wgmma producer calls checked", flush=True)
-
 
 if __name__ == "__main__":
     main()
