@@ -31,9 +31,9 @@
 // wgmma_plan.h JAX_MARLIN_WGMMA_PRODUCER; the design study is
 // docs/perf/session21/wip/wgmma-producer/DESIGN.md): TMA for the activations,
 // bulk copies for the codes and group words, full/empty mbarriers instead of
-// the block barrier, in a build with -DJAX_MARLIN_WGMMA_PRODUCER=1 (off by
-// default, wgmma_plan.h says why). Smaller blocks lost with it and keep the
-// cp.async ring.
+// the block barrier (-DJAX_MARLIN_WGMMA_PRODUCER=0 builds without it).
+// Smaller blocks, and 256-row grids whose last row block is under half full,
+// lost with it and keep the cp.async ring (wgmma_plan.h).
 
 #include "wgmma_kernel.h"
 
@@ -126,7 +126,10 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 // (bar.sync orders its 128 threads' loads) and the warpgroup's thread 0
 // arrives (they count 2): fewer arrivals a stage, one more barrier. Lane 0 of
 // each warp arriving, with or without a __syncwarp before it, drew racecheck
-// hazards (session 22 calls F and G); call H times 0 and 1.
+// hazards (session 22 calls F and G: ptxas drops the __syncwarp of a converged
+// warp, so racecheck saw no order for lanes 1-31's loads). Session 23 call H:
+// 0 reads 0 hazards and is as fast as 1 or faster (638.6 against 646.6 us at
+// 1024 x 8192 x 28672, the rest within 0.5 us).
 #ifndef JAX_MARLIN_WGMMA_RELEASE
 #define JAX_MARLIN_WGMMA_RELEASE 0
 #endif
@@ -249,8 +252,8 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 
 // kProducer (256 rows only): the producer warpgroup's mainloop, else the
 // cp.async ring's (every row count; at 256 rows the fallback and the tests'
-// reference). With JAX_MARLIN_WGMMA_PRODUCER=0 (the default) the template has
-// no kProducer and its SASS is the cp.async-only kernel's of session 21.
+// reference). With JAX_MARLIN_WGMMA_PRODUCER=0 the template has no kProducer
+// and its SASS is the cp.async-only kernel's of session 21.
 #if JAX_MARLIN_WGMMA_PRODUCER
 #define JM_WG_PRODUCER_TPARAM , bool kProducer
 #define JM_WG_PRODUCER_TARG(x) , x
@@ -938,8 +941,9 @@ bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device) {
 namespace {
 // The grid, with the on-chip split turned into partials and the reduce kernel
 // where asked (the workspace holds them: the plan's 2 splits came from it).
-// The mainloop: the producer warpgroup's in a build with the knob, unless a
-// test forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
+// The mainloop: the producer warpgroup's at 256 rows (wgmma_plan.h), unless
+// the last row block is under half full (wgmma_producer_fits_rows), a test
+// forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
 // cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
 // (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
@@ -947,7 +951,7 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = plan.rows == kWgProducerRows && !force_cp_async &&
+  plan.producer = wgmma_producer_fits_rows(args.M, plan.rows) && !force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;

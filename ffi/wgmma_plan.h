@@ -18,29 +18,38 @@ namespace jax_marlin {
 namespace {
 
 constexpr int kWgThreads = 256;          // two warpgroups
-// The producer warpgroup (-DJAX_MARLIN_WGMMA_PRODUCER=1; 0, off, by default
-// until racecheck reads it clean, see below): 256-row blocks run
-// with a third warpgroup whose warp 8 feeds the ring through full/empty
-// mbarriers (TMA for the activations, bulk copies for codes and group words),
-// so the two consumer warpgroups only wait, load, dequantize and multiply
-// (wgmma_kernel.cu wgmma_producer). Measured on an H200 (session 22 call F,
-// kernels alone in CUDA graphs): 256 x 8192 x 28672 196.3 -> 172.1 us,
-// 1024 x 8192 x 28672 734.8 -> 642.5, 256 x 14336 x 4096 50.6 -> 45.1; at 32,
-// 64 and 128 rows it lost 9-22% (62.4 -> 76.4 us at 32 x 8192 x 28672), so
+// The producer warpgroup (on by default; -DJAX_MARLIN_WGMMA_PRODUCER=0 builds
+// the cp.async ring alone): 256-row blocks run with a third warpgroup whose
+// warp 8 feeds the ring through full/empty mbarriers (TMA for the
+// activations, bulk copies for codes and group words), so the two consumer
+// warpgroups only wait, load, dequantize and multiply (wgmma_kernel.cu
+// wgmma_producer). Measured on an H200 (kernels alone in CUDA graphs, session
+// 23 call H): 256 x 8192 x 28672 196.3 -> 173.6 us, 1024 x 8192 x 28672
+// 734.8 -> 638.6, 256 x 28672 x 8192 181.7 -> 158.5, 256 x 14336 x 4096 50.9
+// -> 45.5; racecheck 0 hazards, memcheck 0 errors. At 32, 64 and 128 rows it
+// lost 9-22% (session 22 call F: 62.4 -> 76.4 us at 32 x 8192 x 28672), so
 // those keep the cp.async ring and its block barrier. The cp.async ring stays
-// compiled for 256 rows too: the fallback where the runtime has no
-// cuTensorMapEncodeTiled, and the test's reference (kForceWgmmaCpAsync).
-// Off by default: with lane 0 of each consumer warp releasing a slot (with or
-// without a __syncwarp before it), racecheck read the producer's bulk copies
-// against the consumers' shared loads of codes and group words (session 22
-// calls F and G), where the GPU tests (bitwise the cp.async ring's) and
-// memcheck pass; every consumer thread now releases its slot, not yet run on
-// a GPU. docs/perf/NOTES.md, "Next".
+// compiled for 256 rows too: for the ragged row blocks below, the fallback
+// where the runtime has no cuTensorMapEncodeTiled, and the tests' reference
+// (kForceWgmmaCpAsync).
 #ifndef JAX_MARLIN_WGMMA_PRODUCER
-#define JAX_MARLIN_WGMMA_PRODUCER 0
+#define JAX_MARLIN_WGMMA_PRODUCER 1
 #endif
 constexpr int kWgProducerRows = 256;  // the block rows the producer runs
 constexpr int kWgProducerThreads = JAX_MARLIN_WGMMA_PRODUCER ? 128 : 0;
+// Where the last row block holds fewer than half its 256 rows (M = 257-383,
+// 513-639, ...), the producer's TMA box is mostly zero fill and the producer
+// lost its lead or more (session 23 call I, us, producer / cp.async: 257 x
+// 4096 x 4096 39.4 / 32.1, 300 x 4096 x 4096 37.0 / 32.1, 300 x 14336 x 4096
+// 96.4 / 95.7, 384 x 4096 x 4096 31.6 / 32.0, 512 x 4096 x 4096 26.6 / 30.3):
+// those run the cp.async ring. (One 256-row block, M = 129-256, is always at
+// least half full.)
+constexpr int kWgProducerMinTailRows = 128;
+inline bool wgmma_producer_fits_rows(int64_t M, int rows) {
+  if (rows != kWgProducerRows) return false;
+  const int64_t tail = M - (M - 1) / rows * rows;  // rows of the last row block: 1..rows
+  return tail >= kWgProducerMinTailRows;
+}
 constexpr int kWgBlockThreads = kWgThreads + kWgProducerThreads;
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
@@ -247,9 +256,14 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& devic
 // reduce, where the cost model says that is faster (measured: 4096 x 4096
 // 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
 // of the first, keeps 256 rows: 50.8 against 54.4).
+// -DJAX_MARLIN_WGMMA_HALVES=0 keeps 256 rows there, to time the two choices.
+#ifndef JAX_MARLIN_WGMMA_HALVES
+#define JAX_MARLIN_WGMMA_HALVES 1
+#endif
 inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLimits& device) {
   WgmmaGridInfo info = plan_wgmma_rows(args, device, wgmma_rows(args.M), 0);
-  if (JAX_MARLIN_WGMMA_CLUSTER_K && info.rows == 256 && args.M <= 256) {
+  if (JAX_MARLIN_WGMMA_CLUSTER_K && JAX_MARLIN_WGMMA_HALVES && info.rows == 256 &&
+      args.M <= 256) {
     const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 128, 2);
     if (halves.cluster_k && wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
       return halves;

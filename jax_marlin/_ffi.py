@@ -49,8 +49,8 @@ def build_info() -> dict:
     the SM targets of the CUDA kernels; ``xla_ffi_api_version``: the version of
     the XLA FFI headers the handlers were compiled against (a handler loads on
     any jaxlib whose own version is at least this); ``wgmma_producer`` (with the CUDA
-    module): the wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER, 1 where built with
-    -DJAX_MARLIN_WGMMA_PRODUCER=1 (the producer warpgroup at 256 rows), else 0.
+    module): the wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER, 1 (the default: the producer
+    warpgroup at 256 rows), 0 where built with -DJAX_MARLIN_WGMMA_PRODUCER=0.
     """
     info = {
         "cpu": _cpu is not None,

@@ -274,11 +274,13 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     """The Hopper wgmma kernel's grid for an (M, K) x `w` GEMM on the current GPU, as `_cuda`
     would launch it (a dict: rows (the block's activation rows, 32/64/128/256), n_blocks,
     m_blocks, splits (> 1: a k-split, added by the reduce kernel or, where cluster_k, by the
-    two splits' blocks on chip as clusters of 2), stages_per_split, smem_bytes, cluster_k), or
+    two splits' blocks on chip as clusters of 2), stages_per_split, smem_bytes, cluster_k,
+    producer (True: 256-row blocks fed by the producer warpgroup, False: the cp.async ring)), or
     None where another kernel runs it (not sm_90, M outside 17..1024, a split_k override, or
     a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them. The one
     override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for tests), keeps the
-    grid and adds a 2-way split with the reduce kernel where the plan adds it on chip.
+    grid and adds a 2-way split with the reduce kernel where the plan adds it on chip;
+    -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring.
     """
     return _plan_query("wgmma_plan", M, w, dtype, split_k)
 

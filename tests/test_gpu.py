@@ -636,15 +636,15 @@ PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1056
 
 
 def _producer_build():
-    """Skips unless the producer mainloop can run here: a 9.0 GPU and a build with
-    -DJAX_MARLIN_WGMMA_PRODUCER=1 (build_info()["wgmma_producer"]; off by default)."""
+    """Skips unless the producer mainloop can run here: a 9.0 GPU and a build with it
+    (build_info()["wgmma_producer"]: the default; -DJAX_MARLIN_WGMMA_PRODUCER=0 leaves it
+    out)."""
     info = jm.build_info()
     if float(jax.devices("gpu")[0].compute_capability) != 9.0 or (
             90 not in info["cuda_architectures"]):
         pytest.skip("the wgmma kernel is sm_90a code: a 9.0 GPU and a build for 90")
     if info.get("wgmma_producer", 0) != 1:
-        pytest.skip("a build without the wgmma producer "
-                    "(CUDA_FLAGS=-DJAX_MARLIN_WGMMA_PRODUCER=1 builds it)")
+        pytest.skip("a build without the wgmma producer (-DJAX_MARLIN_WGMMA_PRODUCER=0)")
 
 
 def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
@@ -656,9 +656,11 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
     reach the launch would fail here rather than compare the producer with itself."""
     N, K = case.N, case.K
     plan = ops.wgmma_plan(M, w, act)
-    assert plan is not None and plan["producer"] is (plan["rows"] == 256), plan
+    tail = M - (M - 1) // 256 * 256  # rows of the last row block
+    assert plan is not None and plan["producer"] is (plan["rows"] == 256 and tail >= 128), plan
     if plan["rows"] != 256:  # M = 129-256 may plan 128-row blocks in clusters (no producer)
         pytest.skip(f"a {plan['rows']}-row plan: no producer")
+    assert plan["producer"], f"M = {M}: a last row block under 128 rows runs the cp.async ring"
     assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_CP_ASYNC) == dict(plan, producer=False)
     assert ops.planned_kernel(M, w, act, FORCE_WGMMA_CP_ASYNC) == "wgmma"
     a = activations(rng, (M, K), act)
@@ -681,19 +683,32 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("M", [200, 256, 257, 520, 1024])
+@pytest.mark.parametrize("M", [200, 256, 400, 640, 1024])
 @pytest.mark.parametrize("N, K, block, zp", PRODUCER_SHAPES)
 def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
     """The producer warpgroup (256-row blocks) against the cp.async mainloop, in one
     process: one 256-row block (M = 200, 256, where the plan keeps 256 rows), two to four
-    of them along the grid's rows (M = 257, 520 ragged, 1024), the edges of
-    PRODUCER_SHAPES."""
+    of them along the grid's rows (M = 400 and 640 ragged, their last blocks of 144 and 128
+    rows the smallest the producer takes; 1024), the edges of PRODUCER_SHAPES."""
     _producer_build()
     act = HALF[dtype]
     if block == "channel":
         block = 1 << (K - 1).bit_length()
     case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
     _assert_producer_has_the_cp_async_bits(rng, M, case, case.prepare(), act)
+
+
+def test_wgmma_short_last_row_blocks_run_the_cp_async_ring(rng):
+    """256-row grids whose last row block holds under 128 rows plan the cp.async ring,
+    the rest the producer (ffi/wgmma_plan.h wgmma_producer_fits_rows): the launched plan,
+    after every run-time check (tensor-map encoder, register budget)."""
+    _producer_build()
+    case = make_case(rng, N=256, K=512, block_size=128, zp="packed", scale_dtype=np.float16)
+    w = case.prepare()
+    for M, producer in [(257, False), (300, False), (383, False), (384, True), (513, False),
+                        (640, True), (1000, True), (1024, True)]:
+        plan = ops.wgmma_plan(M, w, jnp.float16)
+        assert plan["rows"] == 256 and plan["producer"] is producer, (M, plan)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

@@ -1,7 +1,9 @@
 // Runs the wgmma kernel's grid planner (ffi/wgmma_plan.h) on the host.
 // stdin: one case per line, "M K N group workspace_elems sm_count
 // max_smem_per_block". stdout: one line per case, "rows n_blocks m_blocks
-// splits stages_per_split smem_bytes cluster_k". argv[1], if given: the blocks
+// splits stages_per_split smem_bytes cluster_k producer" (producer: the build has
+// the producer warpgroup and the rows take it; the launch may still fall back at
+// run time). argv[1], if given: the blocks
 // clusters of 2, 4 and 8 place at once, "c2,c4,c8" (DeviceLimits::cluster_blocks;
 // default unknown). tests/test_wgmma_plan.py checks the answers against the
 // workspace, the device and an independent model.
@@ -22,9 +24,11 @@ int main(int argc, char** argv) {
     jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem), 90};
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
     const jax_marlin::WgmmaGridInfo plan = jax_marlin::plan_wgmma_grid(args, device);
-    std::printf("%d %lld %lld %d %d %d %d\n", plan.rows, static_cast<long long>(plan.n_blocks),
-                static_cast<long long>(plan.m_blocks), plan.splits, plan.stages_per_split,
-                plan.smem_bytes, plan.cluster_k);
+    const bool producer =
+        JAX_MARLIN_WGMMA_PRODUCER && jax_marlin::wgmma_producer_fits_rows(M, plan.rows);
+    std::printf("%d %lld %lld %d %d %d %d %d\n", plan.rows,
+                static_cast<long long>(plan.n_blocks), static_cast<long long>(plan.m_blocks),
+                plan.splits, plan.stages_per_split, plan.smem_bytes, plan.cluster_k, producer);
   }
   return 0;
 }
