@@ -146,12 +146,13 @@ constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 :
 //    swizzle (the layout act_descriptor names); rows past M and k past K
 //    are zero-filled and counted (the box's bytes are always kActBytes);
 //  - codes: per tile the stage's units, 512 B each, fewer in the last stage
-//    (min(4, kt_total - 4 s)): the slot's stale codes past kt_total
-//    dequantize to finite values and meet zero activations (k >= k_pad >= K);
+//    (min(4, kt_total - 4 s)), which meet zero activations (k >= k_pad >= K);
 //  - group words per group slot and tile: 128 B of scales, then 32 B of
 //    packed zero points or 128 B of offsets. Groups past k_blocks (the
-//    second group of 32 in a last stage of two units) copy group k_blocks - 1
-//    (finite, never uninitialized shared memory; its activations are zeros).
+//    second group of 32 in a last stage of two units) copy group k_blocks - 1.
+//    The planner does not send such a k_pad here (wgmma_plan.h
+//    wgmma_producer_fits): the stale codes past kt_total under that group's
+//    scale could overflow to Inf, and Inf x 0 is NaN.
 //  - a tile past n_tiles copies nothing: its warpgroup's outputs are never
 //    stored (nor pushed to a peer that stores them).
 // expect_tx is the sum of exactly these copies' bytes.
@@ -942,7 +943,8 @@ namespace {
 // The grid, with the on-chip split turned into partials and the reduce kernel
 // where asked (the workspace holds them: the plan's 2 splits came from it).
 // The mainloop: the producer warpgroup's at 256 rows (wgmma_plan.h), unless
-// the last row block is under half full (wgmma_producer_fits_rows), a test
+// the last row block is under half full or k_pad is not whole stages
+// (wgmma_producer_fits), a test
 // forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
 // cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
 // (then the cp.async ring, the same bits).
@@ -951,7 +953,7 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = wgmma_producer_fits_rows(args.M, plan.rows) && !force_cp_async &&
+  plan.producer = wgmma_producer_fits(args, plan.rows) && !force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;

@@ -18,8 +18,8 @@ import pytest
 
 import jax_marlin as jm
 from jax_marlin import ops
-from conftest import (BF16, activations, assert_close, make_case, oracle64, requires_gpu,
-                      to_jnp)
+from conftest import (BF16, Case, activations, assert_close, make_case, np_pack, oracle64,
+                      requires_gpu, to_jnp)
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -624,13 +624,15 @@ def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
 FORCE_WGMMA_CP_ASYNC = -2002  # ffi/wgmma_kernel.h kForceWgmmaCpAsync
 
 # The producer warpgroup's edges (ffi/wgmma_kernel.cu wgmma_producer): groups of 32 (two a
-# stage, the second clamped in a last stage of two units: K = 1056), an odd count of
+# stage; K = 1080: ragged, 34 groups, so k_pad 1088 is whole stages; an odd count of groups
+# leaves a last stage of two units, which the planner sends to the cp.async ring, see
+# test_wgmma_group_past_the_end_meets_zero_scales), an odd count of
 # 64-column tiles (N = 130, 520: a block of one tile, whose second warpgroup's slot is never
 # filled), per-channel groups with a last stage wholly past K (K = 136, k_pad = 256: the TMA
 # box of k = 192..255 is all zero fill), every zero-point kind, and the workspace k-split
 # (K = 4100 and 4096 over few column blocks: 8 splits, the last of 3 stages), and exactly
 # one pass over the 256-row ring (K = 384: 6 stages, 6 slots; a reviewer's case).
-PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1056, 32, "float"),
+PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1080, 32, "none"), (72, 1080, 32, "float"),
                    (72, 136, "channel", "packed"), (520, 4100, 128, "none"),
                    (136, 4096, 32, "float"), (200, 384, 64, "packed")]
 
@@ -647,6 +649,14 @@ def _producer_build():
         pytest.skip("a build without the wgmma producer (-DJAX_MARLIN_WGMMA_PRODUCER=0)")
 
 
+def _producer_expected(M, case, plan):
+    """Whether the plan should take the producer (ffi/wgmma_plan.h wgmma_producer_fits):
+    256-row blocks, the last holding at least 128 rows, over whole 64-k stages."""
+    tail = M - (M - 1) // 256 * 256  # rows of the last row block
+    k_pad = -(-case.K // case.block_size) * case.block_size
+    return plan["rows"] == 256 and tail >= 128 and k_pad % 64 == 0
+
+
 def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
     """The producer warpgroup's mainloop (256-row blocks' default) against the
     cp.async ring's (FORCE_WGMMA_CP_ASYNC) on the same grid: bitwise equal (same A
@@ -656,11 +666,11 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
     reach the launch would fail here rather than compare the producer with itself."""
     N, K = case.N, case.K
     plan = ops.wgmma_plan(M, w, act)
-    tail = M - (M - 1) // 256 * 256  # rows of the last row block
-    assert plan is not None and plan["producer"] is (plan["rows"] == 256 and tail >= 128), plan
+    assert plan is not None and plan["producer"] is _producer_expected(M, case, plan), plan
     if plan["rows"] != 256:  # M = 129-256 may plan 128-row blocks in clusters (no producer)
         pytest.skip(f"a {plan['rows']}-row plan: no producer")
-    assert plan["producer"], f"M = {M}: a last row block under 128 rows runs the cp.async ring"
+    if not plan["producer"]:
+        pytest.skip(f"M = {M}, K = {K}, groups of {case.block_size}: the cp.async ring's plan")
     assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_CP_ASYNC) == dict(plan, producer=False)
     assert ops.planned_kernel(M, w, act, FORCE_WGMMA_CP_ASYNC) == "wgmma"
     a = activations(rng, (M, K), act)
@@ -698,17 +708,52 @@ def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
     _assert_producer_has_the_cp_async_bits(rng, M, case, case.prepare(), act)
 
 
-def test_wgmma_short_last_row_blocks_run_the_cp_async_ring(rng):
-    """256-row grids whose last row block holds under 128 rows plan the cp.async ring,
-    the rest the producer (ffi/wgmma_plan.h wgmma_producer_fits_rows): the launched plan,
-    after every run-time check (tensor-map encoder, register budget)."""
+def test_wgmma_producer_plans_only_what_it_handles(rng):
+    """256-row grids whose last row block holds under 128 rows, or whose k_pad is not whole
+    64-k stages (groups of 32, an odd count), plan the cp.async ring; the rest the producer
+    (ffi/wgmma_plan.h wgmma_producer_fits): the launched plan, after every run-time check
+    (tensor-map encoder, register budget)."""
     _producer_build()
-    case = make_case(rng, N=256, K=512, block_size=128, zp="packed", scale_dtype=np.float16)
+    for K, block in [(512, 128), (1056, 32)]:
+        case = make_case(rng, N=256, K=K, block_size=block, zp="packed", scale_dtype=np.float16)
+        w = case.prepare()
+        for M in [200, 257, 300, 383, 384, 513, 640, 1000, 1024]:
+            plan = ops.wgmma_plan(M, w, jnp.float16)
+            assert plan["rows"] == 256 or M <= 256, (M, plan)
+            assert plan["producer"] is _producer_expected(M, case, plan), (K, M, plan)
+
+
+@pytest.mark.parametrize("M", [300, 512])
+def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
+    """Groups of 32 with an odd count (K = 1056: the last 64-k stage holds two units of 16,
+    its second group slot past k_blocks): the units past k_pad must dequantize to exactly
+    0, whatever codes a ring slot still holds. With every earlier code 0, the last group's
+    scale 20000 (fp16) and zero point 8, a stale code 0 under that group's words would be
+    -160000, -Inf, and Inf x the zero activations there NaN, where the weights are finite
+    (the last group's codes are all 8: zeros). The planned kernel and the cp.async ring,
+    each against the oracle and bitwise against each other (fp16 only: bf16's range holds
+    -160000)."""
+    N, K, block = 256, 1056, 32
+    kb = K // block
+    codes = np.zeros((N, kb * block), np.uint8)
+    codes[:, (kb - 1) * block:] = 8
+    scales = np.full((N, kb), 1 / 64, np.float16)
+    scales[:, -1] = 20000
+    zero_points = np_pack(np.full((N, kb + 1), 8, np.uint8), 4)
+    case = Case(np_pack(codes, 4).reshape(N, kb, block // 2), scales, zero_points, K, N, 4,
+                block)
     w = case.prepare()
-    for M, producer in [(257, False), (300, False), (383, False), (384, True), (513, False),
-                        (640, True), (1000, True), (1024, True)]:
-        plan = ops.wgmma_plan(M, w, jnp.float16)
-        assert plan["rows"] == 256 and plan["producer"] is producer, (M, plan)
+    a = activations(rng, (M, K), np.float16)
+    a_dev = jnp.asarray(a)
+
+    def run(split_k):
+        return np.asarray(jax.jit(lambda a, w: ops._bind(
+            a, w, None, impl="fused", split_k=split_k))(a_dev, w))
+
+    planned, cp_async = run(0), run(FORCE_WGMMA_CP_ASYNC)
+    assert_close(planned, oracle64(a, case), np.float16)
+    assert_close(cp_async, oracle64(a, case), np.float16)
+    np.testing.assert_array_equal(planned.view(np.uint16), cp_async.view(np.uint16))
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
