@@ -33,8 +33,8 @@ NB_MODULE(_cuda, m) {
         []() { return nb::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); });
   m.def("cuda_architectures", []() { return nb::str(JAX_MARLIN_CUDA_ARCHITECTURES); });
   m.def("cuda_runtime_version", []() { return CUDART_VERSION; });
-  // The wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER (0 by default: no producer warpgroup,
-  // or no wgmma kernel in this build).
+  // The wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER (1 by default; 0: no producer
+  // warpgroup, or no wgmma kernel in this build).
   m.def("wgmma_producer", []() {
 #ifdef JAX_MARLIN_WGMMA
     return jax_marlin::WgmmaProducerBuild();

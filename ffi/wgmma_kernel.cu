@@ -128,8 +128,10 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 // each warp arriving, with or without a __syncwarp before it, drew racecheck
 // hazards (session 22 calls F and G: ptxas drops the __syncwarp of a converged
 // warp, so racecheck saw no order for lanes 1-31's loads). Session 23 call H:
-// 0 reads 0 hazards and is as fast as 1 or faster (638.6 against 646.6 us at
-// 1024 x 8192 x 28672, the rest within 0.5 us).
+// 0 reads 0 hazards; against 1 it is faster at 1024 x 8192 x 28672 (638.6
+// against 646.6 us), within 1 us on four other 256-row shapes, and slower on
+// 300 x 4096 x 4096 (38.6 against 36.7-38.5), a grid main no longer runs on
+// the producer.
 #ifndef JAX_MARLIN_WGMMA_RELEASE
 #define JAX_MARLIN_WGMMA_RELEASE 0
 #endif

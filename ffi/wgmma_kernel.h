@@ -21,8 +21,8 @@ constexpr int kForceWgmmaReduce = -2001;
 // same grid: a test compares the two's bits in one process. Elsewhere the plan
 // as with 0.
 constexpr int kForceWgmmaCpAsync = -2002;
-// The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1: the
-// producer warpgroup at 256 rows; 0, the default: none).
+// The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1, the
+// default: the producer warpgroup at 256 rows; 0: none).
 int WgmmaProducerBuild();
 
 // Whether the wgmma kernel takes this GEMM on this device: sm_90 with the

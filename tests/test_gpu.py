@@ -723,16 +723,17 @@ def test_wgmma_producer_plans_only_what_it_handles(rng):
             assert plan["producer"] is _producer_expected(M, case, plan), (K, M, plan)
 
 
-@pytest.mark.parametrize("M", [300, 512])
+@pytest.mark.parametrize("M", [384, 512])
 def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
     """Groups of 32 with an odd count (K = 1056: the last 64-k stage holds two units of 16,
     its second group slot past k_blocks): the units past k_pad must dequantize to exactly
     0, whatever codes a ring slot still holds. With every earlier code 0, the last group's
     scale 20000 (fp16) and zero point 8, a stale code 0 under that group's words would be
     -160000, -Inf, and Inf x the zero activations there NaN, where the weights are finite
-    (the last group's codes are all 8: zeros). The planned kernel and the cp.async ring,
-    each against the oracle and bitwise against each other (fp16 only: bf16's range holds
-    -160000)."""
+    (the last group's codes are all 8: zeros). The plan (256-row blocks, whose last holds
+    128 and 256 rows: only the k_pad rule keeps the producer off), the planned kernel and
+    the cp.async ring, each against the oracle and bitwise against each other (fp16 only:
+    bf16's range holds -160000)."""
     N, K, block = 256, 1056, 32
     kb = K // block
     codes = np.zeros((N, kb * block), np.uint8)
@@ -743,6 +744,13 @@ def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
     case = Case(np_pack(codes, 4).reshape(N, kb, block // 2), scales, zero_points, K, N, 4,
                 block)
     w = case.prepare()
+    info = jm.build_info()
+    if float(jax.devices("gpu")[0].compute_capability) == 9.0 and (
+            90 in info["cuda_architectures"]):
+        plan = ops.wgmma_plan(M, w, jnp.float16)
+        assert plan is not None and plan["rows"] == 256, plan
+        if info.get("wgmma_producer"):
+            assert plan["producer"] is _producer_expected(M, case, plan), plan
     a = activations(rng, (M, K), np.float16)
     a_dev = jnp.asarray(a)
 
