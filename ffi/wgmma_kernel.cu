@@ -946,10 +946,9 @@ namespace {
 // where asked (the workspace holds them: the plan's 2 splits came from it).
 // The mainloop: the producer warpgroup's at 256 rows (wgmma_plan.h), unless
 // the last row block is under half full or k_pad is not whole stages
-// (wgmma_producer_fits), a test
-// forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
-// cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
-// (then the cp.async ring, the same bits).
+// (wgmma_producer_fits), a test forces the cp.async ring (kForceWgmmaCpAsync),
+// the runtime has no cuTensorMapEncodeTiled or a producer kernel's registers
+// are not the budget's (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
                             bool on_chip_split, bool force_cp_async) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);

@@ -202,6 +202,22 @@ def header_constant(header: str, name: str) -> int:
     return int(re.search(rf"constexpr int {name} = (\d+);", text).group(1))
 
 
+def header_define(header: str, name: str) -> int:
+    """The default of ``#define name N`` in ``ffi/<header>`` (a build knob's value where no
+    ``-D`` overrides it)."""
+    text = (pathlib.Path(__file__).resolve().parents[1] / "ffi" / header).read_text()
+    return int(re.search(rf"#define {name} (\d+)", text).group(1))
+
+
+def wgmma_producer_takes(M: int, K: int, block: int, rows: int) -> bool:
+    """Whether a wgmma plan of ``rows`` rows should run the producer warpgroup, written out
+    again from ffi/wgmma_plan.h's rule: 256-row blocks, the last holding at least 128 rows,
+    over whole 64-k stages."""
+    tail = M - (M - 1) // 256 * 256  # rows of the last row block
+    k_pad = -(-K // block) * block
+    return rows == 256 and tail >= 128 and k_pad % 64 == 0
+
+
 def host_planner(tmp_path_factory, source: str, defines=()):
     """A grid planner check, ``tests/cpp/<source>``, compiled against ``ffi/`` with the host
     compiler and ``-D`` each of ``defines`` (the test skips without a compiler or without

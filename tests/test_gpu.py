@@ -19,7 +19,7 @@ import pytest
 import jax_marlin as jm
 from jax_marlin import ops
 from conftest import (BF16, Case, activations, assert_close, make_case, np_pack, oracle64,
-                      requires_gpu, to_jnp)
+                      requires_gpu, to_jnp, wgmma_producer_takes)
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -649,14 +649,6 @@ def _producer_build():
         pytest.skip("a build without the wgmma producer (-DJAX_MARLIN_WGMMA_PRODUCER=0)")
 
 
-def _producer_expected(M, case, plan):
-    """Whether the plan should take the producer (ffi/wgmma_plan.h wgmma_producer_fits):
-    256-row blocks, the last holding at least 128 rows, over whole 64-k stages."""
-    tail = M - (M - 1) // 256 * 256  # rows of the last row block
-    k_pad = -(-case.K // case.block_size) * case.block_size
-    return plan["rows"] == 256 and tail >= 128 and k_pad % 64 == 0
-
-
 def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
     """The producer warpgroup's mainloop (256-row blocks' default) against the
     cp.async ring's (FORCE_WGMMA_CP_ASYNC) on the same grid: bitwise equal (same A
@@ -666,7 +658,8 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
     reach the launch would fail here rather than compare the producer with itself."""
     N, K = case.N, case.K
     plan = ops.wgmma_plan(M, w, act)
-    assert plan is not None and plan["producer"] is _producer_expected(M, case, plan), plan
+    assert plan is not None, plan
+    assert plan["producer"] is wgmma_producer_takes(M, K, case.block_size, plan["rows"]), plan
     if plan["rows"] != 256:  # M = 129-256 may plan 128-row blocks in clusters (no producer)
         pytest.skip(f"a {plan['rows']}-row plan: no producer")
     if not plan["producer"]:
@@ -720,7 +713,8 @@ def test_wgmma_producer_plans_only_what_it_handles(rng):
         for M in [200, 257, 300, 383, 384, 513, 640, 1000, 1024]:
             plan = ops.wgmma_plan(M, w, jnp.float16)
             assert plan["rows"] == 256 or M <= 256, (M, plan)
-            assert plan["producer"] is _producer_expected(M, case, plan), (K, M, plan)
+            want = wgmma_producer_takes(M, K, block, plan["rows"])
+            assert plan["producer"] is want, (K, M, plan)
 
 
 @pytest.mark.parametrize("M", [384, 512])
@@ -750,7 +744,7 @@ def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
         plan = ops.wgmma_plan(M, w, jnp.float16)
         assert plan is not None and plan["rows"] == 256, plan
         if info.get("wgmma_producer"):
-            assert plan["producer"] is _producer_expected(M, case, plan), plan
+            assert plan["producer"] is wgmma_producer_takes(M, K, block, plan["rows"]), plan
     a = activations(rng, (M, K), np.float16)
     a_dev = jnp.asarray(a)
 

@@ -212,5 +212,6 @@ def wgmma_producer(rng):
             assert checked == 2, checked
     print(f"sanitize sweep: {checked} wgmma producer calls checked", flush=True)
 
+
 if __name__ == "__main__":
     main()
