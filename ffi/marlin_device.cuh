@@ -269,6 +269,12 @@ __device__ __forceinline__ uint4 lds_128(uint32_t addr) {
   return v;
 }
 
+// 16 zero bytes at a shared address (the "memory" clobber keeps it before a
+// later release, e.g. an mbarrier arrive, in program order).
+__device__ __forceinline__ void sts_zero_128(uint32_t addr) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%1,%1,%1};\n" ::"r"(addr), "r"(0) : "memory");
+}
+
 __device__ __forceinline__ uint2 lds_64(uint32_t addr) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));

@@ -32,8 +32,7 @@
 // docs/perf/session21/wip/wgmma-producer/DESIGN.md): TMA for the activations,
 // bulk copies for the codes and group words, full/empty mbarriers instead of
 // the block barrier (-DJAX_MARLIN_WGMMA_PRODUCER=0 builds without it).
-// Smaller blocks, and 256-row grids whose last row block is under half full,
-// lost with it and keep the cp.async ring (wgmma_plan.h).
+// Smaller blocks lost with it and keep the cp.async ring (wgmma_plan.h).
 
 #include "wgmma_kernel.h"
 
@@ -66,6 +65,7 @@ struct WgmmaParams : GemmOperands {
   int stages_per_split;  // blockIdx.z's stages: [z, z + 1) * stages_per_split
   int num_splits;
   int cluster_k;  // 1: blockIdx.z = 0, 1 are a cluster adding on chip (num_splits = 2)
+  int tail_box_rows;  // the producer's last row block: its tail map's box rows (0: none)
 };
 
 // ---------------------------------------------------------------------------
@@ -145,21 +145,28 @@ constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 :
 //
 // A stage's copies, all completing on full[slot]:
 //  - activations: one TMA box of 64 k x kRows rows at (64 s, m0), 128-byte
-//    swizzle (the layout act_descriptor names); rows past M and k past K
-//    are zero-filled and counted (the box's bytes are always kActBytes);
+//    swizzle (the layout act_descriptor names); k past K is zero-filled and
+//    counted. A ragged last row block (M % kRows rows) reads through the tail
+//    map, whose box is its rows rounded up to 8 (tail_box_rows x 128 B): the
+//    slot's rows past it keep stale bytes, which meet only output rows past M
+//    (an activation row feeds its own output row alone), never stored;
 //  - codes: per tile the stage's units, 512 B each, fewer in the last stage
-//    (min(4, kt_total - 4 s)), which meet zero activations (k >= k_pad >= K);
+//    (min(4, kt_total - 4 s)); the slot's stale codes past kt_total meet the
+//    next item's zero scales;
 //  - group words per group slot and tile: 128 B of scales, then 32 B of
-//    packed zero points or 128 B of offsets. Groups past k_blocks (the
-//    second group of 32 in a last stage of two units) copy group k_blocks - 1.
-//    The planner does not send such a k_pad here (wgmma_plan.h
-//    wgmma_producer_fits): the stale codes past kt_total under that group's
-//    scale could overflow to Inf, and Inf x 0 is NaN.
+//    packed zero points or 128 B of offsets. A group slot past k_blocks (the
+//    second group of 32 in a last stage of two units, the only stage with
+//    units past kt_total: k_pad is a multiple of 64 for groups of 64 and
+//    more) is zeroed with plain stores before the stage's arrive, which
+//    releases them: its units dequantize to exactly 0, as the cp.async
+//    ring's zero fill makes them (the stale codes times a real scale could
+//    overflow to Inf, and Inf x 0 activations is NaN).
 //  - a tile past n_tiles copies nothing: its warpgroup's outputs are never
 //    stored (nor pushed to a peer that stores them).
 // expect_tx is the sum of exactly these copies' bytes.
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-__device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUtensorMap* act_map) {
+__device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUtensorMap* act_map,
+                                               const CUtensorMap* tail_map) {
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
@@ -173,6 +180,11 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
   if (warp == kWgThreads / 32) {
     // The map lives in parameter space (__grid_constant__): fetch its
     // descriptor into the TMA unit's cache before the first copy needs it.
+    uint32_t act_bytes = Cfg::kActBytes;
+    if (p.tail_box_rows > 0 && blockIdx.y + 1 == gridDim.y) {
+      act_map = tail_map;
+      act_bytes = p.tail_box_rows * 128;
+    }
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(act_map))
                  : "memory");
     constexpr int kGroups = kTwoGroups ? 2 : 1;
@@ -204,11 +216,21 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
       asm volatile("{\n.reg .pred e;\nelect.sync _|e, 0xffffffff;\nselp.u32 %0, 1, 0, e;\n}\n"
                    : "=r"(elected));
       if (elected) {
-        // The expected bytes first, then the copies: the phase completes when
-        // this one arrival and every byte have landed (complete_tx), which
-        // also makes the bytes visible to the threads whose wait sees it.
+        // Group slots past k_blocks: zeros (kGroups - 1 at most, the last stage).
+        const int group0 = (s * kWgStageK) >> log_group;
+        const int groups_in = min(kGroups, p.k_blocks - group0);
+#pragma unroll 1
+        for (int jj = groups_in; jj < kGroups; ++jj)
+          for (int tt = 0; tt < tiles; ++tt)
+            for (uint32_t b = 0; b < 128 + kZpBytes; b += 16)
+              sts_zero_128(base + Cfg::kActBytes + kWgCodesBytes +
+                           (jj * kWgTiles + tt) * kWgGroupWordBytes + b);
+        // The expected bytes, then the copies: the phase completes when this
+        // one arrival and every byte have landed (complete_tx), which also
+        // makes the bytes (and the zeros above, released by this arrive)
+        // visible to the threads whose wait sees it.
         mbarrier_arrive_expect_tx(
-            full, Cfg::kActBytes + tiles * (unit_bytes + kGroups * (128 + kZpBytes)));
+            full, act_bytes + tiles * (unit_bytes + groups_in * (128 + kZpBytes)));
         tma_load_2d(base, act_map, s * kWgStageK, m0, full);
         // Not unrolled: each tile's addresses are then computed in the loop
         // from the parameters (constant bank), not hoisted out of the stage
@@ -222,7 +244,8 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
                           full);
 #pragma unroll
           for (int jj = 0; jj < kGroups; ++jj) {
-            const int64_t gi = min(((s * kWgStageK) >> log_group) + jj, p.k_blocks - 1);
+            if (jj >= groups_in) break;
+            const int64_t gi = group0 + jj;
             const uint32_t dst = base + Cfg::kActBytes + kWgCodesBytes +
                                  (jj * kWgTiles + tt) * kWgGroupWordBytes;
             bulk_copy_to_shared(dst, scales + gi * p.n_pad + tile * 64, 128, full);
@@ -272,6 +295,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     wgmma_gemm_kernel(const WgmmaParams p
 #if JAX_MARLIN_WGMMA_PRODUCER
                       , const __grid_constant__ CUtensorMap act_map
+                      , const __grid_constant__ CUtensorMap tail_map
 #endif
                       ) {
 #ifdef JAX_MARLIN_HAS_WGMMA
@@ -293,7 +317,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
       // consumers' setmaxnreg.inc blocks until the pool holds what it asks
       // for, so this dec must run before any producer warp could exit.
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs) : "memory");
-      wgmma_producer<T, kZP, kRows, kTwoGroups>(p, &act_map);
+      wgmma_producer<T, kZP, kRows, kTwoGroups>(p, &act_map, &tail_map);
       return;
     }
     // The two consumer warpgroups take what the producer released. Budget
@@ -827,11 +851,21 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
   const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
                   static_cast<unsigned>(plan.splits));
 #if JAX_MARLIN_WGMMA_PRODUCER
-  CUtensorMap act_map{};  // the cp.async mainloop never reads it
+  CUtensorMap act_map{}, tail_map{};  // the cp.async mainloop never reads them
+  WgmmaParams q = p;
   if constexpr (kUseProducer) {
     if (cudaError_t err = encode_activations(p, kRows, &act_map); err != cudaSuccess) return err;
+    // A ragged last row block through a map of its own rows: with the grid's
+    // box it copied mostly zero fill, and its grid ran 20-50% slower (300 x
+    // 4096 x 4096: 37.0 against 26.1 us, session 23 calls I and K).
+    const int tail = static_cast<int>(p.M % kRows);
+    if (tail != 0) {
+      q.tail_box_rows = (tail + 7) / 8 * 8;
+      if (cudaError_t err = encode_activations(p, q.tail_box_rows, &tail_map); err != cudaSuccess)
+        return err;
+    }
   }
-#define JM_WG_ARGS p, act_map
+#define JM_WG_ARGS q, act_map, tail_map
 #else
 #define JM_WG_ARGS p
 #endif
@@ -945,16 +979,15 @@ namespace {
 // The grid, with the on-chip split turned into partials and the reduce kernel
 // where asked (the workspace holds them: the plan's 2 splits came from it).
 // The mainloop: the producer warpgroup's at 256 rows (wgmma_plan.h), unless
-// the last row block is under half full or k_pad is not whole stages
-// (wgmma_producer_fits), a test forces the cp.async ring (kForceWgmmaCpAsync),
-// the runtime has no cuTensorMapEncodeTiled or a producer kernel's registers
-// are not the budget's (then the cp.async ring, the same bits).
+// a test forces the cp.async ring (kForceWgmmaCpAsync), the runtime has no
+// cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
+// (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
                             bool on_chip_split, bool force_cp_async) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = wgmma_producer_fits(args, plan.rows) && !force_cp_async &&
+  plan.producer = plan.rows == kWgProducerRows && !force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;

@@ -26,12 +26,15 @@ constexpr int kWgThreads = 256;          // two warpgroups
 // wgmma_producer). Measured on an H200 (kernels alone in CUDA graphs, session
 // 23 call H): 256 x 8192 x 28672 196.3 -> 173.6 us, 1024 x 8192 x 28672
 // 734.8 -> 638.6, 256 x 28672 x 8192 181.7 -> 158.5, 256 x 14336 x 4096 50.9
-// -> 45.5; racecheck 0 hazards, memcheck 0 errors. At 32, 64 and 128 rows it
-// lost 9-22% (session 22 call F: 62.4 -> 76.4 us at 32 x 8192 x 28672), so
-// those keep the cp.async ring and its block barrier. The cp.async ring stays
-// compiled for 256 rows too: for the ragged row blocks below, the fallback
-// where the runtime has no cuTensorMapEncodeTiled, and the tests' reference
-// (kForceWgmmaCpAsync).
+// -> 45.5; racecheck 0 hazards, memcheck 0 errors. A ragged last row block
+// takes its activations through a tensor map of its own rows (wgmma_kernel.cu
+// launch_rows): with the whole grid's 256-row box, mostly zero fill, it was
+// 20-50% slower (300 x 4096 x 4096 37.0 us against 26.1, session 23 calls I
+// and K). At 32, 64 and 128 rows it lost 9-22% (session 22 call F: 62.4 ->
+// 76.4 us at 32 x 8192 x 28672), so those keep the cp.async ring and its
+// block barrier. The cp.async ring stays compiled for 256 rows too: the
+// fallback where the runtime has no cuTensorMapEncodeTiled, and the tests'
+// reference (kForceWgmmaCpAsync).
 #ifndef JAX_MARLIN_WGMMA_PRODUCER
 #define JAX_MARLIN_WGMMA_PRODUCER 1
 #endif
@@ -41,27 +44,6 @@ constexpr int kWgBlockThreads = kWgThreads + kWgProducerThreads;
 constexpr int kWgTiles = 2;              // 64-column tiles per block, one per warpgroup
 constexpr int kWgStageK = 64;            // k per stage: 4 units of 16
 constexpr int kWgStageUnits = kWgStageK / 16;
-
-// Where the last row block holds fewer than half its 256 rows (M = 257-383,
-// 513-639, ...), the producer's TMA box is mostly zero fill and the producer
-// lost its lead or more (session 23 call I, us, producer / cp.async: 257 x
-// 4096 x 4096 39.4 / 32.1, 300 x 4096 x 4096 37.0 / 32.1, 300 x 14336 x 4096
-// 96.4 / 95.7, 384 x 4096 x 4096 31.6 / 32.0, 512 x 4096 x 4096 26.6 / 30.3):
-// those run the cp.async ring. (One 256-row block, M = 129-256, is always at
-// least half full.)
-// So do k_pad's that are not a multiple of the stage's 64 (groups of 32, an
-// odd count of them): the producer's last stage leaves its units past kt_total
-// holding an earlier stage's codes under the last group's words, which with an
-// fp16 scale past ~4400 can dequantize to Inf, and Inf x the zero activations
-// there is NaN, where the cp.async ring zero-fills codes and words (a review's
-// reading, session 22; the producer's fix is on a branch, not yet run).
-constexpr int kWgProducerMinTailRows = 128;
-inline bool wgmma_producer_fits(const MarlinGemmArgs& args, int rows) {
-  if (rows != kWgProducerRows || args.k_pad % kWgStageK != 0) return false;
-  const int64_t tail = args.M - (args.M - 1) / rows * rows;  // the last row block's: 1..rows
-  return tail >= kWgProducerMinTailRows;
-}
-
 constexpr int kWgPrefetch = 4;  // stages copied ahead of the ones a stage reads
 #ifndef JAX_MARLIN_WGMMA_STAGES_PER_BARRIER
 #define JAX_MARLIN_WGMMA_STAGES_PER_BARRIER 2

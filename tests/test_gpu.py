@@ -624,15 +624,14 @@ def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
 FORCE_WGMMA_CP_ASYNC = -2002  # ffi/wgmma_kernel.h kForceWgmmaCpAsync
 
 # The producer warpgroup's edges (ffi/wgmma_kernel.cu wgmma_producer): groups of 32 (two a
-# stage; K = 1080: ragged, 34 groups, so k_pad 1088 is whole stages; an odd count of groups
-# leaves a last stage of two units, which the planner sends to the cp.async ring, see
-# test_wgmma_group_past_the_end_meets_zero_scales), an odd count of
+# stage; K = 1056: 33 groups, a last stage of two units whose second group slot the producer
+# zeroes; K = 1080: ragged, 34 groups, whole stages), an odd count of
 # 64-column tiles (N = 130, 520: a block of one tile, whose second warpgroup's slot is never
 # filled), per-channel groups with a last stage wholly past K (K = 136, k_pad = 256: the TMA
 # box of k = 192..255 is all zero fill), every zero-point kind, and the workspace k-split
 # (K = 4100 and 4096 over few column blocks: 8 splits, the last of 3 stages), and exactly
 # one pass over the 256-row ring (K = 384: 6 stages, 6 slots; a reviewer's case).
-PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1080, 32, "none"), (72, 1080, 32, "float"),
+PRODUCER_SHAPES = [(200, 1000, 32, "packed"), (130, 1056, 32, "none"), (72, 1080, 32, "float"),
                    (72, 136, "channel", "packed"), (520, 4100, 128, "none"),
                    (136, 4096, 32, "float"), (200, 384, 64, "packed")]
 
@@ -652,8 +651,9 @@ def _producer_build():
 def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=False):
     """The producer warpgroup's mainloop (256-row blocks' default) against the
     cp.async ring's (FORCE_WGMMA_CP_ASYNC) on the same grid: bitwise equal (same A
-    registers, B bytes and wgmma order; the bytes that differ meet only zero activations),
-    reproducible, and right. The plans say which mainloop each runs (the planner's and the
+    registers, B bytes and wgmma order; the bytes that differ are codes that meet zero
+    scales and zero activations, or activation rows past the tail map's box, which feed
+    only output rows past M), reproducible, and right. The plans say which mainloop each runs (the planner's and the
     launch's one decision, ffi/wgmma_kernel.cu launched_plan), so an override that did not
     reach the launch would fail here rather than compare the producer with itself."""
     N, K = case.N, case.K
@@ -686,13 +686,14 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("M", [200, 256, 400, 640, 1024])
+@pytest.mark.parametrize("M", [200, 256, 257, 300, 520, 1024])
 @pytest.mark.parametrize("N, K, block, zp", PRODUCER_SHAPES)
 def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
     """The producer warpgroup (256-row blocks) against the cp.async mainloop, in one
     process: one 256-row block (M = 200, 256, where the plan keeps 256 rows), two to four
-    of them along the grid's rows (M = 400 and 640 ragged, their last blocks of 144 and 128
-    rows the smallest the producer takes; 1024), the edges of PRODUCER_SHAPES."""
+    of them along the grid's rows (M = 1024; M = 257, 300 and 520 ragged, their last blocks
+    of 1, 44 and 8 rows read through the tail map's boxes of 8, 48 and 8 rows), the edges
+    of PRODUCER_SHAPES."""
     _producer_build()
     act = HALF[dtype]
     if block == "channel":
@@ -702,10 +703,9 @@ def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
 
 
 def test_wgmma_producer_plans_only_what_it_handles(rng):
-    """256-row grids whose last row block holds under 128 rows, or whose k_pad is not whole
-    64-k stages (groups of 32, an odd count), plan the cp.async ring; the rest the producer
-    (ffi/wgmma_plan.h wgmma_producer_fits): the launched plan, after every run-time check
-    (tensor-map encoder, register budget)."""
+    """Every 256-row grid plans the producer, ragged last row blocks and odd counts of
+    groups of 32 included: the launched plan, after every run-time check (tensor-map
+    encoder, register budget)."""
     _producer_build()
     for K, block in [(512, 128), (1056, 32)]:
         case = make_case(rng, N=256, K=K, block_size=block, zp="packed", scale_dtype=np.float16)
@@ -717,17 +717,18 @@ def test_wgmma_producer_plans_only_what_it_handles(rng):
             assert plan["producer"] is want, (K, M, plan)
 
 
-@pytest.mark.parametrize("M", [384, 512])
+@pytest.mark.parametrize("M", [300, 384, 512])
 def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
     """Groups of 32 with an odd count (K = 1056: the last 64-k stage holds two units of 16,
     its second group slot past k_blocks): the units past k_pad must dequantize to exactly
     0, whatever codes a ring slot still holds. With every earlier code 0, the last group's
     scale 20000 (fp16) and zero point 8, a stale code 0 under that group's words would be
     -160000, -Inf, and Inf x the zero activations there NaN, where the weights are finite
-    (the last group's codes are all 8: zeros). The plan (256-row blocks, whose last holds
-    128 and 256 rows: only the k_pad rule keeps the producer off), the planned kernel and
-    the cp.async ring, each against the oracle and bitwise against each other (fp16 only:
-    bf16's range holds -160000)."""
+    (the last group's codes are all 8: zeros); the producer zeroes that slot (it copied
+    group k_blocks - 1 there before). The plan (the producer at every 256-row plan), the
+    planned kernel (M = 300 through the tail map, 384 and 512 without) and the cp.async
+    ring, each against the oracle and bitwise against each other (fp16 only: bf16's range
+    holds -160000)."""
     N, K, block = 256, 1056, 32
     kb = K // block
     codes = np.zeros((N, kb * block), np.uint8)

@@ -63,9 +63,8 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
         M, K, N, block, workspace, sms, _ = case
         rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k, producer = got
         assert not cluster_k, (case, got)  # no cluster counts given: none planned
-        # The producer warpgroup feeds 256-row blocks whose last block holds at least 128
-        # rows (a mostly zero-filled TMA box lost to the cp.async ring, session 23 call I)
-        # over whole 64-k stages (a last stage of two units keeps the ring's zero fill).
+        # The producer warpgroup feeds every 256-row block (a ragged last one through its
+        # own tensor map, a group slot past k_blocks zeroed), no smaller one.
         assert producer == bool(PRODUCER and wgmma_producer_takes(M, K, block, rows)), (
             case, got)
         n_pad = _layout.n_pad(N)

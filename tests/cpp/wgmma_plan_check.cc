@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
     const jax_marlin::WgmmaGridInfo plan = jax_marlin::plan_wgmma_grid(args, device);
     const bool producer =
-        JAX_MARLIN_WGMMA_PRODUCER && jax_marlin::wgmma_producer_fits(args, plan.rows);
+        JAX_MARLIN_WGMMA_PRODUCER && plan.rows == jax_marlin::kWgProducerRows;
     std::printf("%d %lld %lld %d %d %d %d %d\n", plan.rows,
                 static_cast<long long>(plan.n_blocks), static_cast<long long>(plan.m_blocks),
                 plan.splits, plan.stages_per_split, plan.smem_bytes, plan.cluster_k, producer);
