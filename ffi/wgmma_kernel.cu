@@ -130,8 +130,7 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 // warp, so racecheck saw no order for lanes 1-31's loads). Session 23 call H:
 // 0 reads 0 hazards; against 1 it is faster at 1024 x 8192 x 28672 (638.6
 // against 646.6 us), within 1 us on four other 256-row shapes, and slower on
-// 300 x 4096 x 4096 (38.6 against 36.7-38.5), a grid main no longer runs on
-// the producer.
+// 300 x 4096 x 4096 (38.6 against 36.7-38.5), timed before the tail map.
 #ifndef JAX_MARLIN_WGMMA_RELEASE
 #define JAX_MARLIN_WGMMA_RELEASE 0
 #endif
