@@ -261,5 +261,13 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
   return info;
 }
 
+// Whether the build plans the producer warpgroup for `plan` (its rows); the
+// launch may still fall back to the cp.async ring at run time (wgmma_kernel.cu
+// launched_plan: no cuTensorMapEncodeTiled, registers off the budget, a test's
+// kForceWgmmaCpAsync).
+inline bool wgmma_plans_producer(const WgmmaGridInfo& plan) {
+  return JAX_MARLIN_WGMMA_PRODUCER && plan.rows == kWgProducerRows;
+}
+
 }  // namespace
 }  // namespace jax_marlin

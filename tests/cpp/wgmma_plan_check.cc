@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
     jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem), 90};
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
     const jax_marlin::WgmmaGridInfo plan = jax_marlin::plan_wgmma_grid(args, device);
-    const bool producer =
-        JAX_MARLIN_WGMMA_PRODUCER && plan.rows == jax_marlin::kWgProducerRows;
+    const bool producer = jax_marlin::wgmma_plans_producer(plan);
     std::printf("%d %lld %lld %d %d %d %d %d\n", plan.rows,
                 static_cast<long long>(plan.n_blocks), static_cast<long long>(plan.m_blocks),
                 plan.splits, plan.stages_per_split, plan.smem_bytes, plan.cluster_k, producer);
