@@ -275,6 +275,97 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 }
 #endif
 
+// The epilogue's outputs, bias added (no k-split: a k-split's partials are
+// fp32 and go to the workspace as they are). d[i] is output column 64 tile +
+// 16 wg_warp + g + 8 ((i >> 1) & 1) of activation row m0 + 8 (i >> 2) + 2 q +
+// (i & 1): adjacent output columns sit in adjacent lanes, so stored from
+// registers each value is its own 2-byte store with its own 64-bit address and
+// bounds checks, ~2,000 instructions a warp and 14% of the warp samples of a
+// 256-row block at K = 4096 (ncu, session 25 call P). Instead each warpgroup's tile (kRows
+// rows x 64 columns) is transposed into shared memory by stmatrix (16 a
+// thread at 256 rows) and leaves as 16-byte row chunks, a warp's stores four
+// whole 128-byte rows. The ring holds it: every wgmma of both warpgroups has
+// completed (each waited for its own group; the block barrier below waits for
+// the other warpgroup) and no copy is in flight (the producer's or the cp.async
+// ring's, every stage waited for). Rows are kStagedRowBytes apart, 16 B more
+// than 128, so that a tile's eight rows and a warp's 16-byte reads of four rows
+// fall on distinct banks.
+constexpr int kStagedRowBytes = 144;
+template <typename T, int kRows>
+__device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float (&d)[kRows / 2],
+                                              uint32_t smem_base, int tile, int64_t m0) {
+  using Cfg = WgmmaConfig<kRows>;
+  static_assert(kWgTiles * kRows * kStagedRowBytes <= Cfg::kStages * Cfg::kStageBytes,
+                "both warpgroups' tiles fit the ring");
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int wg = tid >> 7, wg_warp = (tid >> 5) & 3;
+  const bool tile_in = tile < p.n_tiles;
+  // The thread's two columns' bias (h = 0, 1: + 8 h), added in fp32 as
+  // store_with_bias does; none (not + 0, which would turn -0 into +0) without.
+  const T* bias = static_cast<const T*>(p.bias);
+  const int64_t n_lane = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + (lane >> 2);
+  float column_bias[2] = {0.f, 0.f};
+  if (bias != nullptr && tile_in) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (n_lane + 8 * h < p.N) column_bias[h] = to_float<T>(bias[n_lane + 8 * h]);
+  }
+  // Both warpgroups are done with the ring (id 3: 0 is the prologue's, 1-2
+  // the warpgroups' own; 256 = the consumers, the producer warps never meet it).
+  asm volatile("bar.sync 3, 256;\n" ::: "memory");
+  const uint32_t region = smem_base + wg * (kRows * kStagedRowBytes);
+  // x4 tile j (lane / 8): activation rows + 8 (j >> 1), columns + 8 (j & 1),
+  // i.e. d[8 b + 2 j], d[8 b + 2 j + 1] for rows 16 b ..; lane's row t = lane % 8.
+  const int j = lane >> 3;
+  const uint32_t lane_row = region + ((j >> 1) * 8 + (lane & 7)) * kStagedRowBytes +
+                            (16 * wg_warp + 8 * (j & 1)) * 2;
+#pragma unroll
+  for (int b = 0; b < kRows / 16; ++b) {
+    uint32_t r[4];
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const float lo = d[8 * b + 2 * jj], hi = d[8 * b + 2 * jj + 1];
+      r[jj] = bias != nullptr ? pack_pair<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1])
+                              : pack_pair<T>(lo, hi);
+    }
+    stmatrix_x4_trans(lane_row + b * 16 * kStagedRowBytes, r);
+  }
+  // The warpgroup's tile is in (immediate barrier ids: an id in a register
+  // makes ptxas reserve all 16 hardware barriers).
+  if (wg == 0)
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  if (!tile_in) return;
+  // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of the
+  // tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers are);
+  // else each chunk's values go one by one.
+  T* out = static_cast<T*>(p.out);
+  const bool whole_chunks = (p.N & 7) == 0;
+  const int wt = tid & 127;
+#pragma unroll 4
+  for (int it = 0; it < kRows * 8 / 128; ++it) {
+    const int id = it * 128 + wt;
+    const int row = id >> 3, c = id & 7;
+    const int64_t m = m0 + row;
+    const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * c;
+    if (m >= p.M || n >= p.N) continue;
+    const uint4 v = lds_128(region + row * kStagedRowBytes + c * 16);
+    T* dst = out + m * p.N + n;
+    if (whole_chunks) {
+      *reinterpret_cast<uint4*>(dst) = v;
+    } else {
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        if (n + e >= p.N) break;
+        const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
+        memcpy(dst + e, &bits, 2);
+      }
+    }
+  }
+}
+
 // kProducer (256 rows only): the producer warpgroup's mainloop, else the
 // cp.async ring's (every row count; at 256 rows the fallback and the tests'
 // reference). With JAX_MARLIN_WGMMA_PRODUCER=0 the template has no kProducer
@@ -696,7 +787,8 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
   // With a k-split in clusters the halves add on chip (below); with any other
   // k-split the fp32 partial goes to the workspace (every column of the tile is
-  // < n_pad) and LaunchSplitKReduce adds the splits and the bias.
+  // < n_pad) and LaunchSplitKReduce adds the splits and the bias; without one
+  // the tile leaves through shared memory (store_outputs).
   const int tile = tile0 + wg;
 #if __CUDA_ARCH__ >= 900
   if (p.cluster_k) {
@@ -763,19 +855,15 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     return;
   }
 #endif
-  if (tile < p.n_tiles) {
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
+  if (p.num_splits == 1) {
+    store_outputs<T, kRows>(p, d, smem_base, tile, m0);
+  } else if (tile < p.n_tiles) {
     float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
 #pragma unroll
     for (int i = 0; i < kRows / 2; ++i) {
       const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
       const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
-      if (m >= p.M) continue;
-      if (p.num_splits > 1)
-        partial[m * p.n_pad + n] = d[i];
-      else if (n < p.N)
-        store_with_bias(out, bias, m, n, p.N, d[i]);
+      if (m < p.M) partial[m * p.n_pad + n] = d[i];
     }
   }
 #else
