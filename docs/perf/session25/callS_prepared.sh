@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 26, call S (prepared in session 25): `main` against wip/stream-k rebased on the
-# staged epilogue (9fa977d, bc18406), each tree's own probe, alternating; every shape
+# staged epilogue (9fa977d, bc18406, 588ea07), each tree's own probe, alternating; every shape
 # as planned, on the plain grid (-2003, kForceWgmmaNoStreamK: the branch's grid must
 # now read main's) and stream-K forced (-2004, kForceWgmmaStreamK: where the planner
 # does not take it, e.g. 256 x 4096 x 4096's 32 tiles against its 128-row clusters;
