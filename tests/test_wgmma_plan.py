@@ -7,7 +7,11 @@ workspace the lowering allocates, the device limits, an independent model of the
 split heuristic, and the grids Nsight Compute showed on the H200.
 """
 
+import collections
 import itertools
+import pathlib
+import shutil
+import subprocess
 
 import pytest
 from conftest import header_constant, header_define, host_planner, wgmma_producer_takes
@@ -165,3 +169,66 @@ def test_the_on_chip_split_needs_room_for_every_block(planner, counts, on_chip):
             *DEVICES["h200"])
     (got,) = planner([case], counts)
     assert got[:4] == (256, 64, 1, 2) and got[6] == on_chip, (counts, got)
+
+
+@pytest.fixture(scope="module")
+def stream_k(tmp_path_factory):
+    """tests/cpp/wgmma_stream_k_check.cc compiled: run(tiles, stages, blocks) -> the
+    segments, (block, tile, stage_begin, stage_end, whole, owner, first_peer, last_peer)."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("needs a C++ compiler")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    exe = tmp_path_factory.mktemp("stream_k") / "wgmma_stream_k_check"
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{root / 'ffi'}",
+                    str(root / "tests" / "cpp" / "wgmma_stream_k_check.cc"), "-o", str(exe)],
+                   check=True)
+
+    def run(tiles, stages, blocks):
+        out = subprocess.run([str(exe)], input=f"{tiles} {stages} {blocks}\n",
+                             capture_output=True, text=True, check=True, timeout=60).stdout
+        lines = out.split("\n")
+        assert lines[lines.index("end") + 1:] == [""], out[-200:]
+        return [tuple(map(int, l.split())) for l in lines[:lines.index("end")]]
+
+    return run
+
+
+@pytest.mark.parametrize("tiles, stages, blocks", [
+    (224, 128, 132),  # 256 x 8192 x 28672 on an H200: one wave whole, 92 tiles stream-K
+    (896, 128, 132),  # 1024 x 8192 x 28672: six waves whole
+    (224, 64, 132), (128, 64, 132), (140, 16, 132), (300, 7, 114), (5, 7, 3), (7, 5, 3)])
+def test_the_stream_k_schedule(stream_k, tiles, stages, blocks):
+    """ffi/wgmma_stream_k.h (docs/design/wgmma_stream_k.md): every (tile, stage) exactly
+    once; the whole waves data-parallel; the rest in runs one stage apart at most; a block
+    publishes at most one partial (its run's first segment); each cut tile's owner holds
+    stage 0 and names exactly the blocks holding the tile's other stages, all after it."""
+    segments = stream_k(tiles, stages, blocks)
+    seen = collections.Counter()
+    for b, t, s0, s1, whole, owner, *_ in segments:
+        assert 0 <= b < blocks and 0 <= t < tiles and 0 <= s0 < s1 <= stages
+        assert whole == (s0 == 0 and s1 == stages) and owner == (s0 == 0 and not whole)
+        seen.update((t, s) for s in range(s0, s1))
+    assert seen == collections.Counter((t, s) for t in range(tiles) for s in range(stages))
+    dp_tiles = tiles // blocks * blocks
+    assert sorted((b, t) for b, t, *_ in segments if t < dp_tiles) == sorted(
+        (t % blocks, t) for t in range(dp_tiles))
+    runs = collections.Counter()
+    for b, t, s0, s1, *_ in segments:
+        if t >= dp_tiles:
+            runs[b] += s1 - s0
+    lengths = [runs[b] for b in range(blocks)]  # a run may be empty where R x S < P
+    assert max(lengths) - min(lengths) <= 1, lengths
+    holders = collections.defaultdict(list)
+    for b, t, s0, s1, whole, owner, first, last in segments:
+        if t >= dp_tiles and not whole:
+            holders[t].append((s0, b, owner, first, last))
+    partials = collections.Counter()
+    for t, parts in holders.items():
+        parts.sort()
+        s0, b, owner, first, last = parts[0]
+        assert s0 == 0 and owner, (t, parts)
+        assert [p[1] for p in parts[1:]] == list(range(first, last + 1)) and first == b + 1
+        assert not any(p[2] for p in parts[1:]), (t, parts)
+        partials.update(p[1] for p in parts[1:])
+    assert max(partials.values(), default=0) <= 1
