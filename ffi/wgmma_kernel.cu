@@ -66,6 +66,9 @@ struct WgmmaParams : GemmOperands {
   int num_splits;
   int cluster_k;  // 1: blockIdx.z = 0, 1 are a cluster adding on chip (num_splits = 2)
   int tail_box_rows;  // the producer's last row block: its tail map's box rows (0: none)
+  int m_blocks;       // row blocks (gridDim.y, or stream-K's tiles t = x m_blocks + y)
+  StreamKSchedule sk;  // sk.blocks > 0: the producer's tiles stream-K (wgmma_stream_k.h)
+  float* sk_workspace;  // its flags and partials (kStreamKWorkspaceFloats)
 };
 
 // ---------------------------------------------------------------------------
@@ -136,6 +139,40 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 #endif
 constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 : kWgThreads;
 
+// A block's work, segment by segment, which the producer and the consumers
+// walk alike: its grid cell (blockIdx: tile pair x, row block y, the k-split's
+// stages), once; or with stream-K its list (wgmma_stream_k.h), tile t being
+// tile pair t / m_blocks, row block t % m_blocks.
+struct BlockSegment {
+  int x, y;               // tile pair, row block
+  int s_first, n_stages;  // its stages
+  StreamKSegment sk;      // stream-K only: how it ends (store, publish, or add then store)
+};
+
+// The walk's start: the grid cell's one pass is iteration 0 of [0, 1).
+__device__ __forceinline__ StreamKWalk first_walk(const WgmmaParams& p) {
+  return p.sk.blocks ? stream_k_walk(p.sk, blockIdx.x) : StreamKWalk{0, 0, 1};
+}
+
+__device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, StreamKWalk& walk,
+                                                   BlockSegment* seg) {
+  if (p.sk.blocks == 0) {
+    if (walk.i == walk.end) return false;
+    ++walk.i;
+    seg->x = blockIdx.x;
+    seg->y = blockIdx.y;
+    seg->s_first = blockIdx.z * p.stages_per_split;
+    seg->n_stages = min(p.stages - seg->s_first, p.stages_per_split);
+    return true;
+  }
+  if (!stream_k_next(p.sk, blockIdx.x, walk, &seg->sk)) return false;
+  seg->x = seg->sk.tile / p.m_blocks;
+  seg->y = seg->sk.tile - seg->x * p.m_blocks;
+  seg->s_first = seg->sk.stage_begin;
+  seg->n_stages = seg->sk.stage_end - seg->sk.stage_begin;
+  return true;
+}
+
 // The producer warpgroup (threads 256..383 of a 256-row block).
 // Warp 8 fills slot after slot as the consumers free them; warps 9-11 only
 // take part in the block and cluster barriers (setmaxnreg needs the whole
@@ -177,27 +214,32 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
   if (p.cluster_k) asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
   asm volatile("barrier.sync 0;\n" ::: "memory");
   if (warp == kWgThreads / 32) {
-    // The map lives in parameter space (__grid_constant__): fetch its
-    // descriptor into the TMA unit's cache before the first copy needs it.
-    uint32_t act_bytes = Cfg::kActBytes;
-    if (p.tail_box_rows > 0 && blockIdx.y + 1 == gridDim.y) {
-      act_map = tail_map;
-      act_bytes = p.tail_box_rows * 128;
-    }
+    // The maps live in parameter space (__grid_constant__): fetch their
+    // descriptors into the TMA unit's cache before the first copy needs them.
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(act_map))
                  : "memory");
+    if (p.tail_box_rows > 0)
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tail_map))
+                   : "memory");
     constexpr int kGroups = kTwoGroups ? 2 : 1;
     constexpr uint32_t kZpBytes = kZP == ZeroPointKind::kPacked4 ? 32
                                   : kZP == ZeroPointKind::kOffset ? 128 : 0;
-    const int tile0 = blockIdx.x * kWgTiles;
-    const int m0 = static_cast<int>(blockIdx.y) * kRows;  // <= 1024
-    const int s_first = blockIdx.z * p.stages_per_split;
-    const int n_stages = min(p.stages - s_first, p.stages_per_split);
-    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
     const int log_group = __ffs(p.group_size) - 1;
     const T* scales = static_cast<const T*>(p.scales);
     int slot = 0;
     uint32_t phase = 0;
+    // The block's segments, as the consumers walk them (the slot and phase
+    // carry on from one to the next).
+    StreamKWalk walk = first_walk(p);
+    BlockSegment seg;
+    while (next_block_segment(p, walk, &seg)) {
+    const bool tail = p.tail_box_rows > 0 && seg.y + 1 == p.m_blocks;
+    const CUtensorMap* map = tail ? tail_map : act_map;
+    const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
+    const int tile0 = seg.x * kWgTiles;
+    const int m0 = seg.y * kRows;  // <= 1024
+    const int s_first = seg.s_first, n_stages = seg.n_stages;
+    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
     for (int j = 0; j < n_stages; ++j) {
       // Wait until the consumers freed the slot. try_wait.parity(P) returns
       // once the phase of parity P has completed; a fresh barrier is in phase
@@ -230,7 +272,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
         // visible to the threads whose wait sees it.
         mbarrier_arrive_expect_tx(
             full, act_bytes + tiles * (unit_bytes + groups_in * (128 + kZpBytes)));
-        tma_load_2d(base, act_map, s * kWgStageK, m0, full);
+        tma_load_2d(base, map, s * kWgStageK, m0, full);
         // Not unrolled: each tile's addresses are then computed in the loop
         // from the parameters (constant bank), not hoisted out of the stage
         // loop as per-tile invariants that the producer's 32-40 registers
@@ -265,6 +307,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
         slot = 0;
         phase ^= 1;
       }
+    }
     }
   }
   // No copy is waited for here: the consumers wait for every stage's bytes
@@ -566,7 +609,88 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
   };
 
+  // A tile's outputs, d[i] being output column 64 tile + 16 wg_warp + g + 8
+  // ((i >> 1) & 1) of activation row row0 + 8 (i >> 2) + 2 q + (i & 1): stored
+  // (bias added, rows < M and columns < N), or with a k-split in the reduce's
+  // workspace as this split's fp32 partial (every column of the tile is < n_pad).
+  auto store_tile = [&](int tile, int64_t row0) {
+    if (tile >= p.n_tiles) return;
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+    float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
+#pragma unroll
+    for (int i = 0; i < kRows / 2; ++i) {
+      const int64_t m = row0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
+      if (m >= p.M) continue;
+      if (p.num_splits > 1)
+        partial[m * p.n_pad + n] = d[i];
+      else if (n < p.N)
+        store_with_bias(out, bias, m, n, p.N, d[i]);
+    }
+  };
+
 #if JAX_MARLIN_WGMMA_PRODUCER
+  // A stream-K segment's end (wgmma_stream_k.h): a whole tile is stored; a
+  // partial (the tail stages of a tile another block owns) goes to this
+  // block's slot of the workspace, thread t's 128 floats as float4 c at c x
+  // 256 + t (a warp's stores one 512-byte run), and the block's flag says so;
+  // the owner (stage 0 on) adds its peers' partials in block order, the same
+  // additions in the same order every run, then stores. The flag's release
+  // and acquire at GPU scope, with the consumers' named barrier on either
+  // side (thread 0 alone touches the flag), order the partial's stores before
+  // the owner's loads: the usual inter-block semaphore. Only the 256
+  // consumer threads meet barrier 3 (ids 1-2 are the release's, 0 the
+  // prologue's).
+  auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0) {
+    static_assert(!kProducer || kRows / 2 * kWgThreads == kStreamKPartialFloats,
+                  "a partial slot holds a tile's accumulators");
+    uint32_t* flags = reinterpret_cast<uint32_t*>(p.sk_workspace);
+    float* partials = p.sk_workspace + kStreamKFlagFloats;
+    if (!sk.whole && !sk.owner) {
+      float4* mine = reinterpret_cast<float4*>(
+          partials + static_cast<int64_t>(blockIdx.x) * kStreamKPartialFloats);
+#pragma unroll
+      for (int c = 0; c < kRows / 8; ++c)
+        __stcg(mine + c * kWgThreads + tid,
+               make_float4(d[4 * c], d[4 * c + 1], d[4 * c + 2], d[4 * c + 3]));
+      asm volatile("bar.sync 3, 256;\n" ::: "memory");
+      if (tid == 0) {
+        __threadfence();
+        asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u)
+                     : "memory");
+      }
+      return;
+    }
+    if (sk.owner) {
+      for (int peer = sk.first_peer; peer <= sk.last_peer; ++peer) {
+        if (tid == 0) {
+          uint32_t published = 0;
+          for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n"
+                         : "=r"(published)
+                         : "l"(flags + peer)
+                         : "memory");
+            if (published) break;
+            __nanosleep(100);
+          }
+        }
+        asm volatile("bar.sync 3, 256;\n" ::: "memory");
+        const float4* theirs = reinterpret_cast<const float4*>(
+            partials + static_cast<int64_t>(peer) * kStreamKPartialFloats);
+#pragma unroll
+        for (int c = 0; c < kRows / 8; ++c) {
+          const float4 v = __ldcg(theirs + c * kWgThreads + tid);
+          d[4 * c] += v.x;
+          d[4 * c + 1] += v.y;
+          d[4 * c + 2] += v.z;
+          d[4 * c + 3] += v.w;
+        }
+      }
+    }
+    store_tile(tile, row0);
+  };
+
   if constexpr (kProducer) {
   // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
   // after stage s's wgmma wait (stage s - 1's group done), every consumer
@@ -577,6 +701,21 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   int read_slot = 0, release_slot = 0;
   uint32_t read_phase = 0;
   auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
+  // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
+  auto release = [&] {
+    if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
+      // Immediate ids (1, 2; barrier 0 is the prologue's): an id in a register
+      // makes ptxas reserve all 16 hardware barriers for the kernel.
+      if (wg == 0)
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      else
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+      if (threadIdx.x % 128 == 0) mbarrier_arrive(bars.empty + 8 * release_slot);
+    } else {
+      mbarrier_arrive(bars.empty + 8 * release_slot);
+    }
+    release_slot = next_slot(release_slot);
+  };
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const uint32_t base = stage_at(read_slot);
     mbarrier_wait(bars.full + 8 * read_slot, read_phase);
@@ -585,33 +724,35 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (read_slot == 0) read_phase ^= 1;
     dequantize_stage(w, frag);
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
-    if (s > 0) {
-      // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
-      if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
-        // Immediate ids (1, 2; barrier 0 is the prologue's): an id in a register
-        // makes ptxas reserve all 16 hardware barriers for the kernel.
-        if (wg == 0)
-          asm volatile("bar.sync 1, 128;\n" ::: "memory");
-        else
-          asm volatile("bar.sync 2, 128;\n" ::: "memory");
-        if (threadIdx.x % 128 == 0) mbarrier_arrive(bars.empty + 8 * release_slot);
-      } else {
-        mbarrier_arrive(bars.empty + 8 * release_slot);
-      }
-      release_slot = next_slot(release_slot);
-    }
+    if (s > 0) release();
   };
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
-  int s = 0;
-  for (; s + 1 < n_stages; s += 2) {
-    compute_stage(s, frag_even);
-    compute_stage(s + 1, frag_odd);
+  // The block's segments, as the producer walks them: the grid cell's one, or
+  // stream-K's list, each ended here (store, publish, or add then store).
+  StreamKWalk walk = first_walk(p);
+  BlockSegment seg;
+  while (next_block_segment(p, walk, &seg)) {
+    if (p.sk.blocks) {
+#pragma unroll
+      for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
+    }
+    int s = 0;
+    for (; s + 1 < seg.n_stages; s += 2) {
+      compute_stage(s, frag_even);
+      compute_stage(s + 1, frag_odd);
+    }
+    if (s < seg.n_stages) compute_stage(s, frag_even);
+    // Every stage's full barrier was waited for by every consumer thread and
+    // the producer issues no more for this segment: no copy into this ring
+    // is in flight (the on-chip split's peer may push into it once every
+    // consumer says so).
+    wgmma_wait<0>();
+    if (p.sk.blocks == 0) break;  // the grid cell's epilogue, below
+    // The segment's last slot too: the producer fills it for the next one.
+    release();
+    end_stream_k_segment(seg.sk, seg.x * kWgTiles + wg, seg.y * kRows);
   }
-  if (s < n_stages) compute_stage(s, frag_even);
-  // Every stage's full barrier was waited for by every consumer thread and
-  // the producer issues no more: no copy into this ring is in flight (the
-  // on-chip split's peer may push into it once every consumer says so).
-  wgmma_wait<0>();
+  if (p.sk.blocks) return;
   } else
 #endif
   {
@@ -692,11 +833,9 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   cp_async_wait<0>();
   }
 
-  // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
-  // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
-  // With a k-split in clusters the halves add on chip (below); with any other
-  // k-split the fp32 partial goes to the workspace (every column of the tile is
-  // < n_pad) and LaunchSplitKReduce adds the splits and the bias.
+  // Epilogue (d's layout: store_tile). With a k-split in clusters the halves
+  // add on chip (below); with any other k-split the fp32 partial goes to the
+  // workspace and LaunchSplitKReduce adds the splits and the bias.
   const int tile = tile0 + wg;
 #if __CUDA_ARCH__ >= 900
   if (p.cluster_k) {
@@ -763,21 +902,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     return;
   }
 #endif
-  if (tile < p.n_tiles) {
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
-    float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
-#pragma unroll
-    for (int i = 0; i < kRows / 2; ++i) {
-      const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
-      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
-      if (m >= p.M) continue;
-      if (p.num_splits > 1)
-        partial[m * p.n_pad + n] = d[i];
-      else if (n < p.N)
-        store_with_bias(out, bias, m, n, p.N, d[i]);
-    }
-  }
+  store_tile(tile, m0);
 #else
   __trap();  // never launched: LaunchWgmmaGemm checks that the sm_90a code is loaded
 #endif
@@ -847,12 +972,24 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
       wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups JM_WG_PRODUCER_TARG(kUseProducer)>;
   constexpr int threads = kUseProducer ? kWgBlockThreads : kWgThreads;
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
-                  static_cast<unsigned>(plan.splits));
+  // Stream-K: one persistent block an SM walking its list; else one a tile.
+  const dim3 grid = plan.stream_k_blocks > 0
+                        ? dim3(static_cast<unsigned>(plan.stream_k_blocks))
+                        : dim3(static_cast<unsigned>(plan.n_blocks),
+                               static_cast<unsigned>(plan.m_blocks),
+                               static_cast<unsigned>(plan.splits));
 #if JAX_MARLIN_WGMMA_PRODUCER
   CUtensorMap act_map{}, tail_map{};  // the cp.async mainloop never reads them
   WgmmaParams q = p;
   if constexpr (kUseProducer) {
+    if (p.sk.blocks > 0) {
+      // The flags start unpublished: XLA hands the workspace over with
+      // whatever it last held. A memset node under graph capture.
+      if (cudaError_t err = cudaMemsetAsync(p.sk_workspace, 0,
+                                            kStreamKFlagFloats * sizeof(float), stream);
+          err != cudaSuccess)
+        return err;
+    }
     if (cudaError_t err = encode_activations(p, kRows, &act_map); err != cudaSuccess) return err;
     // A ragged last row block through a map of its own rows: with the grid's
     // box it copied mostly zero fill, and its grid ran 20-50% slower (300 x
@@ -982,17 +1119,18 @@ namespace {
 // cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
 // (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            bool on_chip_split, bool force_cp_async) {
+                            WgmmaOverrides overrides) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
-  if (!on_chip_split) plan.cluster_k = 0;
+  if (!overrides.on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = plan.rows == kWgProducerRows && !force_cp_async &&
+  plan.producer = plan.rows == kWgProducerRows && !overrides.force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;
+  plan.stream_k_blocks = overrides.stream_k ? wgmma_stream_k_blocks(plan, args, device) : 0;
 #else
-  (void)force_cp_async;
   plan.producer = 0;
+  plan.stream_k_blocks = 0;
 #endif
   return plan;
 }
@@ -1000,20 +1138,34 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
 
 int WgmmaProducerBuild() { return JAX_MARLIN_WGMMA_PRODUCER; }
 
+WgmmaOverrides WgmmaOverridesFor(int split_k_override) {
+  WgmmaOverrides o;
+  o.on_chip_split = split_k_override != kForceWgmmaReduce;
+  o.force_cp_async = split_k_override == kForceWgmmaCpAsync;
+  o.stream_k = split_k_override != kForceWgmmaNoStreamK;
+  return o;
+}
+
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
-                   bool on_chip_split, bool force_cp_async) {
+                   WgmmaOverrides overrides) {
   if (!WgmmaGemmApplies(args, device)) return false;
-  *info = launched_plan(args, device, on_chip_split, force_cp_async);
+  *info = launched_plan(args, device, overrides);
   return true;
 }
 
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream, bool on_chip_split, bool force_cp_async) {
+                            cudaStream_t stream, WgmmaOverrides overrides) {
   WgmmaParams p = shape_params(args);
-  const WgmmaGridInfo plan = launched_plan(args, device, on_chip_split, force_cp_async);
+  const WgmmaGridInfo plan = launched_plan(args, device, overrides);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
   p.cluster_k = plan.cluster_k;
+  p.m_blocks = static_cast<int>(plan.m_blocks);
+  if (plan.stream_k_blocks > 0) {
+    p.sk = make_stream_k(static_cast<int>(plan.n_blocks * plan.m_blocks),
+                         plan.stages_per_split, plan.stream_k_blocks);
+    p.sk_workspace = args.stream_k_workspace;
+  }
   const cudaError_t err = with_activation_type(args.dtype, [&](auto act) {
     return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
       return launch_zero_points<decltype(act), decltype(zp)::value>(p, plan, device, stream);

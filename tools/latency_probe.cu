@@ -36,6 +36,7 @@
 #include "stream_kernel.h"
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 #include "stream_timeline.h"
+#include "wgmma_stream_k.h"
 #endif
 
 using jax_marlin::DeviceLimits;
@@ -221,6 +222,11 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   void* a = alloc(M * K * 2);
   void* out = alloc(M * N * 2);
   auto* workspace = static_cast<float*>(alloc(parts * M * n_pad * 4));
+  // The wgmma kernel's stream-K area, as ops.py adds it for M = 129..1024.
+  const bool stream_k = M >= 129 && M <= 1024;
+  auto* stream_k_workspace = stream_k ? static_cast<float*>(
+                                            alloc(jax_marlin::kStreamKWorkspaceFloats * 4))
+                                      : nullptr;
   for (int c = 0; c < count; ++c) {
     MarlinGemmArgs args{};
     args.a = a;
@@ -230,6 +236,8 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
     args.out = out;
     args.workspace = workspace;
     args.workspace_elems = parts * M * n_pad;
+    args.stream_k_workspace = stream_k_workspace;
+    args.stream_k_workspace_elems = stream_k ? jax_marlin::kStreamKWorkspaceFloats : 0;
     args.M = M;
     args.N = N;
     args.K = K;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 24, call M, from branch wip/stream-k: stream-K for the wgmma producer's 256-row
+# grids (docs/design/wgmma_stream_k.md; ffi/wgmma_stream_k.h, wgmma_plan.h
+# wgmma_stream_k_blocks, wgmma_kernel.cu).
+#   1. every GPU test (device_check.sh -n 8 -m gpu), test_wgmma_stream_k among them;
+#   2. racecheck and memcheck on the sweep's wgmma_stream_k and wgmma_producer parts;
+#   3. probes, kernels alone in CUDA graphs, each shape with stream-K (the plan) and
+#      without (split_k_override -2003, kForceWgmmaNoStreamK);
+#   4. if time is left, the bench at M = 256 and 512 on the two large shapes, fp16.
+# run(command="bash docs/perf/session24/callM.sh", carry=[".ffi"])
+set -u
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+repo=$(pwd)
+t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
+f=(-std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -DJAX_MARLIN_WGMMA=1)
+pc=/tmp/pc; mkdir -p $pc
+(nv=(timeout 280 nvcc "${f[@]}" -I ffi -c)
+ "${nv[@]}" ffi/marlin_kernel.cu -o $pc/marlin_kernel.o &
+ "${nv[@]}" ffi/stream_kernel.cu -o $pc/stream_kernel.o &
+ "${nv[@]}" tools/latency_probe.cu -o $pc/probe.o &
+ "${nv[@]}" ffi/wgmma_kernel.cu -o $pc/wgmma_kernel.o &
+ wait
+ timeout 60 nvcc -gencode arch=compute_90a,code=sm_90a $pc/*.o -o /tmp/probe || echo "PROBE BUILD FAILED"
+ echo "probe built at $(el) s") > /tmp/probe_build.log 2>&1 &
+pb=$!
+SKIP_EXAMPLES=1 TEST_TIMEOUT=200 SANITIZE="racecheck memcheck" SANITIZE_TIMEOUT=100 \
+  SANITIZE_PARTS="wgmma_stream_k wgmma_producer" \
+  bash tools/device_check.sh -n 8 -m gpu -rs > $OUT/check.log 2>&1
+echo "check exit $? at $(el) s"
+for f in $OUT/sanitize_*; do echo "==== $f"; cat "$f"; done > /tmp/sanitize.log 2>&1
+rm -f $OUT/sanitize_*; mv /tmp/sanitize.log $OUT/sanitize.log
+grep -E "took|passed|failed|exit|SUMMARY|sanitize sweep|crashed" $OUT/check.log
+grep -E "SKIPPED|FAILED|Error" $OUT/pytest.log | head -12
+wait $pb; cat /tmp/probe_build.log
+shapes="256x8192x28672 200x8192x28672 512x8192x28672 300x8192x28672 768x8192x28672
+  256x4096x28672 256x4096x17000 1024x8192x28672"
+for r in 1 2; do
+  [ $(el) -gt 470 ] && { echo "probe round $r skipped at $(el) s"; continue; }
+  echo "== probe round $r at $(el) s" | tee -a $OUT/probe.log
+  # shellcheck disable=SC2086
+  timeout 90 /tmp/probe splits=-2003 $shapes 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k" | tee -a $OUT/probe.log
+done
+if [ $(el) -lt 470 ]; then
+  (cd /tmp && timeout $((580 - $(el))) python3 -m jax_marlin.bench --shapes 8192x28672,28672x8192 \
+     --ms 256,512 --dtypes float16 --impls dense,jax_marlin --no-forced --no-repack --no-layer-stack \
+     --budget-s 60 --csv $OUT/bench.csv 2>&1 | tail -12) | tee $OUT/bench.log
+fi
+echo "total $(el) s"
