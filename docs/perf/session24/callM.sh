@@ -2,7 +2,7 @@
 # Session 24, call M, from branch wip/stream-k: stream-K for the wgmma producer's 256-row
 # grids (docs/design/wgmma_stream_k.md; ffi/wgmma_stream_k.h, wgmma_plan.h
 # wgmma_stream_k_blocks, wgmma_kernel.cu).
-#   1. every GPU test (device_check.sh -n 8 -m gpu), test_wgmma_stream_k among them;
+#   1. the build and test_wgmma_stream_k alone (a hang stops there), then every GPU test;
 #   2. racecheck and memcheck on the sweep's wgmma_stream_k and wgmma_producer parts;
 #   3. probes, kernels alone in CUDA graphs, each shape with stream-K (the plan) and
 #      without (split_k_override -2003, kForceWgmmaNoStreamK);
@@ -24,14 +24,24 @@ pc=/tmp/pc; mkdir -p $pc
  timeout 60 nvcc -gencode arch=compute_90a,code=sm_90a $pc/*.o -o /tmp/probe || echo "PROBE BUILD FAILED"
  echo "probe built at $(el) s") > /tmp/probe_build.log 2>&1 &
 pb=$!
-SKIP_EXAMPLES=1 TEST_TIMEOUT=200 SANITIZE="racecheck memcheck" SANITIZE_TIMEOUT=100 \
-  SANITIZE_PARTS="wgmma_stream_k wgmma_producer" \
-  bash tools/device_check.sh -n 8 -m gpu -rs > $OUT/check.log 2>&1
-echo "check exit $? at $(el) s"
-for f in $OUT/sanitize_*; do echo "==== $f"; cat "$f"; done > /tmp/sanitize.log 2>&1
-rm -f $OUT/sanitize_*; mv /tmp/sanitize.log $OUT/sanitize.log
-grep -E "took|passed|failed|exit|SUMMARY|sanitize sweep|crashed" $OUT/check.log
-grep -E "SKIPPED|FAILED|Error" $OUT/pytest.log | head -12
+# The build and the stream-K tests alone first (a flag protocol that hangs would
+# otherwise eat the call): then the rest of the GPU tests and the sanitizers.
+SKIP_EXAMPLES=1 TEST_TIMEOUT=90 bash tools/device_check.sh -m gpu -rs -k stream_k \
+  > $OUT/check.log 2>&1
+echo "stream-K check exit $? at $(el) s"
+grep -E "took|passed|failed|exit|crashed|Timeout" $OUT/check.log
+if grep -q " passed" $OUT/pytest.log && ! grep -q "failed" $OUT/pytest.log; then
+  (cd /tmp && timeout 200 python3 -m pytest -q -p no:cacheprovider -rfE -n 8 -m gpu -rs \
+     "$repo/tests" 2>&1 | tail -30) > $OUT/pytest_all.log
+  echo "all GPU tests at $(el) s"; grep -E "passed|failed|FAILED|Error" $OUT/pytest_all.log | head -12
+  source tools/gpu_probes.sh
+  export SANITIZE_PARTS="wgmma_stream_k wgmma_producer"
+  for tool in racecheck memcheck; do run_sanitizer $tool 100 /tmp/sanitize_$tool.log; done
+  for f in /tmp/sanitize_*.log.*; do echo "==== $f"; cat "$f"; done > $OUT/sanitize.log 2>&1
+  grep -E "SUMMARY|sanitize sweep|exit" $OUT/sanitize.log
+else
+  echo "stream-K tests did not pass: no full run"; tail -40 $OUT/pytest.log
+fi
 wait $pb; cat /tmp/probe_build.log
 shapes="256x8192x28672 200x8192x28672 512x8192x28672 300x8192x28672 768x8192x28672
   256x4096x28672 256x4096x17000 1024x8192x28672"
