@@ -216,7 +216,8 @@ static cudaError_t WithPlanningArgs(int64_t M, int64_t K, int64_t N, int64_t blo
   MarlinGemmArgs args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
   if (stream_k_floats < 0 || stream_k_floats >= std::max<int64_t>(workspace_floats, 1))
     return cudaErrorInvalidValue;
-  SplitWorkspace(workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr,
+  // (A base aligned as XLA's buffers are: the planners read the stream-K part's alignment.)
+  SplitWorkspace(workspace_floats > 0 ? reinterpret_cast<float*>(256) : nullptr,
                  workspace_floats, stream_k_floats, &args);
   plan(args, device);
   return cudaSuccess;

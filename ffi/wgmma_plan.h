@@ -283,8 +283,11 @@ inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs
                                  const DeviceLimits& device) {
   if (!JAX_MARLIN_WGMMA_STREAM_K || !plan.producer || plan.splits != 1 || plan.cluster_k)
     return 0;
+  // (The partials move as float4: a slot's base must be 16-byte aligned; ops.py
+  // rounds the split-K floats before it to 64.)
   if (args.stream_k_workspace == nullptr ||
-      args.stream_k_workspace_elems < kStreamKWorkspaceFloats)
+      args.stream_k_workspace_elems < kStreamKWorkspaceFloats ||
+      reinterpret_cast<uintptr_t>(args.stream_k_workspace) % 16 != 0)
     return 0;
   const int blocks = std::min(wgmma_slots(device, plan.rows), kStreamKMaxBlocks);
   const int64_t tiles = plan.n_blocks * plan.m_blocks;

@@ -258,9 +258,11 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
 
 
 def _workspace_floats(M: int, N: int, block_size: int) -> tuple[int, int]:
-    """The CUDA kernels' fp32 workspace: the split-K floats, then stream-K's."""
-    return (_shapes.split_k_workspace_floats(M, _layout.n_pad(N)),
-            _shapes.stream_k_workspace_floats(M, _wgmma_runs(block_size)))
+    """The CUDA kernels' fp32 workspace: the split-K floats, then stream-K's, which start
+    on a 256-byte boundary (its partials move as float4)."""
+    split = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    stream_k = _shapes.stream_k_workspace_floats(M, _wgmma_runs(block_size))
+    return (_shapes.round_up(split, 64) if stream_k else split), stream_k
 
 
 def stream_plan(M: int, w, dtype, split_k: int = 0):

@@ -34,9 +34,9 @@
 
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
+#include "wgmma_stream_k.h"
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 #include "stream_timeline.h"
-#include "wgmma_stream_k.h"
 #endif
 
 using jax_marlin::DeviceLimits;

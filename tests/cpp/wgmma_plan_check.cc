@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
                     &workspace, &sm_count, &smem, &stream_k_elems) < 7)
       break;
     jax_marlin::MarlinGemmArgs args = PlanArgs(M, K, N, group, workspace);
-    // As with workspace: only whether there is one and its size are read.
-    args.stream_k_workspace = stream_k_elems > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
+    // As with workspace: only whether there is one, its size and its alignment are read.
+    args.stream_k_workspace = stream_k_elems > 0 ? reinterpret_cast<float*>(256) : nullptr;
     args.stream_k_workspace_elems = stream_k_elems;
     jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem), 90};
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
