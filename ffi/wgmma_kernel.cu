@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "marlin_device.cuh"
 #include "wgmma_device.cuh"
@@ -138,6 +139,27 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 #define JAX_MARLIN_WGMMA_RELEASE 0
 #endif
 constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 : kWgThreads;
+
+// A 16-bit load or store made only where `inside`, as one predicated
+// instruction (no branch: stream-K's epilogue runs inside the segment loop).
+template <typename T>
+__device__ __forceinline__ T ldg_16_if(const T* src, bool inside) {
+  uint16_t bits = 0;
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q ld.global.nc.u16 %0, [%1];\n}\n"
+               : "+h"(bits)
+               : "l"(src), "r"(static_cast<int>(inside)));
+  T v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ void stg_16_if(T* dst, T v, bool inside) {
+  uint16_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u16 [%0], %1;\n}\n" ::"l"(dst),
+               "h"(bits), "r"(static_cast<int>(inside))
+               : "memory");
+}
 
 // A block's work, segment by segment, which the producer and the consumers
 // walk alike: its grid cell (blockIdx: tile pair x, row block y, the k-split's
@@ -636,12 +658,17 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // block's slot of the workspace, thread t's 128 floats as float4 c at c x
   // 256 + t (a warp's stores one 512-byte run), and the block's flag says so;
   // the owner (stage 0 on) adds its peers' partials in block order, the same
-  // additions in the same order every run, then stores. The flag's release
-  // and acquire at GPU scope, with the consumers' named barrier on either
-  // side (thread 0 alone touches the flag), order the partial's stores before
-  // the owner's loads: the usual inter-block semaphore. Only the 256
-  // consumer threads meet barrier 3 (ids 1-2 are the release's, 0 the
-  // prologue's).
+  // additions in the same order every run, then stores.
+  // Ordering: the publishers' stores, the consumers' named barrier (id 3:
+  // 1-2 are the release's, 0 the prologue's; only the 256 consumer threads
+  // meet it), then each thread's release of the flag at GPU scope, cumulative
+  // over every store the barrier ordered before it; each owner thread
+  // acquires the flag itself before it loads. No branch here depends on the
+  // thread: this runs inside the segment loop, and a divergent branch there
+  // (a thread-0 flag store, a thread-0 spin) cost the mainloop its uniform
+  // registers (slot addresses and wgmma descriptors through R2UR, BSSY and
+  // WARPSYNC around every full-barrier wait): 18-40% slower (session 24 call
+  // N). The spin's exit is a warp vote, uniform in the warp.
   auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0) {
     static_assert(!kProducer || kRows / 2 * kWgThreads == kStreamKPartialFloats,
                   "a partial slot holds a tile's accumulators");
@@ -655,27 +682,21 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
         __stcg(mine + c * kWgThreads + tid,
                make_float4(d[4 * c], d[4 * c + 1], d[4 * c + 2], d[4 * c + 3]));
       asm volatile("bar.sync 3, 256;\n" ::: "memory");
-      if (tid == 0) {
-        __threadfence();
-        asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u)
-                     : "memory");
-      }
+      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u)
+                   : "memory");
       return;
     }
     if (sk.owner) {
       for (int peer = sk.first_peer; peer <= sk.last_peer; ++peer) {
-        if (tid == 0) {
-          uint32_t published = 0;
-          for (;;) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n"
-                         : "=r"(published)
-                         : "l"(flags + peer)
-                         : "memory");
-            if (published) break;
-            __nanosleep(100);
-          }
+        for (;;) {
+          uint32_t published;
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n"
+                       : "=r"(published)
+                       : "l"(flags + peer)
+                       : "memory");
+          if (__all_sync(0xffffffffu, published != 0)) break;
+          __nanosleep(100);
         }
-        asm volatile("bar.sync 3, 256;\n" ::: "memory");
         const float4* theirs = reinterpret_cast<const float4*>(
             partials + static_cast<int64_t>(peer) * kStreamKPartialFloats);
 #pragma unroll
@@ -688,7 +709,19 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
         }
       }
     }
-    store_tile(tile, row0);
+    // The stores predicated, not branched around (tile, rows and columns
+    // past the edges): see above.
+    T* out = static_cast<T*>(p.out);
+    const T* bias = static_cast<const T*>(p.bias);
+#pragma unroll
+    for (int i = 0; i < kRows / 2; ++i) {
+      const int64_t m = row0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
+      const bool inside = tile < p.n_tiles && m < p.M && n < p.N;
+      float v = d[i];
+      if (bias != nullptr) v += to_float<T>(ldg_16_if(bias + n, inside));
+      stg_16_if(out + m * p.N + n, from_float<T>(v), inside);
+    }
   };
 
   if constexpr (kProducer) {
