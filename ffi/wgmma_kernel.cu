@@ -144,6 +144,7 @@ constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 :
 // instruction (no branch: stream-K's epilogue runs inside the segment loop).
 template <typename T>
 __device__ __forceinline__ T ldg_16_if(const T* src, bool inside) {
+  static_assert(sizeof(T) == 2, "16-bit values");
   uint16_t bits = 0;
   asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q ld.global.nc.u16 %0, [%1];\n}\n"
                : "+h"(bits)
@@ -154,6 +155,7 @@ __device__ __forceinline__ T ldg_16_if(const T* src, bool inside) {
 }
 template <typename T>
 __device__ __forceinline__ void stg_16_if(T* dst, T v, bool inside) {
+  static_assert(sizeof(T) == 2, "16-bit values");
   uint16_t bits;
   memcpy(&bits, &v, sizeof bits);
   asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u16 [%0], %1;\n}\n" ::"l"(dst),
@@ -288,6 +290,9 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
             for (uint32_t b = 0; b < 128 + kZpBytes; b += 16)
               sts_zero_128(base + Cfg::kActBytes + kWgCodesBytes +
                            (jj * kWgTiles + tt) * kWgGroupWordBytes + b);
+        // Under stream-K the slot is filled again later, by a bulk copy (the
+        // async proxy) after these generic stores: the proxy fence orders them.
+        if (groups_in < kGroups) fence_proxy_async_shared();
         // The expected bytes, then the copies: the phase completes when this
         // one arrival and every byte have landed (complete_tx), which also
         // makes the bytes (and the zeros above, released by this arrive)
@@ -711,16 +716,24 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
     // The stores predicated, not branched around (tile, rows and columns
     // past the edges): see above.
+    // A thread's outputs sit in two columns (h = 0, 1: + 8 h): their bias
+    // once, then every row's store.
     T* out = static_cast<T*>(p.out);
     const T* bias = static_cast<const T*>(p.bias);
+    const int64_t n0 = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g;
+    const bool column_in[2] = {tile < p.n_tiles && n0 < p.N, tile < p.n_tiles && n0 + 8 < p.N};
+    float column_bias[2] = {0.f, 0.f};
+    if (bias != nullptr) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        column_bias[h] = to_float<T>(ldg_16_if(bias + n0 + 8 * h, column_in[h]));
+    }
 #pragma unroll
     for (int i = 0; i < kRows / 2; ++i) {
       const int64_t m = row0 + 8 * (i >> 2) + 2 * q + (i & 1);
-      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
-      const bool inside = tile < p.n_tiles && m < p.M && n < p.N;
-      float v = d[i];
-      if (bias != nullptr) v += to_float<T>(ldg_16_if(bias + n, inside));
-      stg_16_if(out + m * p.N + n, from_float<T>(v), inside);
+      const int h = (i >> 1) & 1;
+      stg_16_if(out + m * p.N + n0 + 8 * h, from_float<T>(d[i] + column_bias[h]),
+                column_in[h] && m < p.M);
     }
   };
 

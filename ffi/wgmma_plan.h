@@ -292,7 +292,8 @@ inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs
   const int blocks = std::min(wgmma_slots(device, plan.rows), kStreamKMaxBlocks);
   const int64_t tiles = plan.n_blocks * plan.m_blocks;
   const int64_t stages = plan.stages_per_split;
-  if (tiles <= blocks || tiles * stages > INT32_MAX) return 0;
+  // (32-bit schedule arithmetic: longer x (run + 1) stays under tiles x stages + P.)
+  if (tiles <= blocks || tiles * stages > INT32_MAX / 2) return 0;
   const StreamKSchedule s =
       make_stream_k(static_cast<int>(tiles), static_cast<int>(stages), blocks);
   const int64_t grid = ceil_div(tiles, int64_t{blocks}) * stages;

@@ -705,14 +705,17 @@ def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
 
 FORCE_WGMMA_NO_STREAM_K = -2003  # ffi/wgmma_kernel.h kForceWgmmaNoStreamK
 
-# Grids the H200 runs stream-K (tests/test_wgmma_plan.py models the choice): 133 tiles of 32
-# stages, all stream-K, each cut in two; 266 tiles (two row blocks, the second 44 rows
-# through the tail map; N ragged, the last tile pair one 64-column tile), a wave whole and
-# 134 stream-K; 224 tiles of 33 stages with groups of 32 (the last stage's second group
-# slot zeroed) and of 64 stages with float zero points, a wave whole and 92 tiles cut up
-# to three ways.
-STREAM_K_SHAPES = [(256, 17000, 2048, 128, "packed"), (300, 17000, 2048, 128, "none"),
-                   (200, 28672, 2080, 32, "packed"), (256, 28672, 4096, 64, "float")]
+# Grids the H200 runs stream-K (tests/test_wgmma_plan.py models the choice). N = 16936: 265
+# 64-column tiles, so the last tile pair holds one (its second warpgroup's outputs are
+# never stored, its partial still published and added): 133 tiles of 32 stages at M = 256,
+# all stream-K, each cut in two; 266 at M = 300 (the second row block's 44 rows through the
+# tail map), a wave whole and 134 stream-K; 399 at M = 520 (three row blocks, 8 rows in the
+# last), two waves whole. 224 tiles of 33 stages with groups of 32 (the last stage's second
+# group slot zeroed) and of 64 stages with float zero points and no bias: a wave whole and
+# 92 tiles cut up to three ways.
+STREAM_K_SHAPES = [(256, 16936, 2048, 128, "packed", True), (300, 16936, 2048, 128, "none", True),
+                   (520, 16936, 2048, 128, "packed", True),
+                   (200, 28672, 2080, 32, "packed", True), (256, 28672, 4096, 64, "float", False)]
 
 
 def _stream_k_whole_tiles(tiles, stages, blocks):
@@ -734,14 +737,15 @@ def _stream_k_whole_tiles(tiles, stages, blocks):
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("M, N, K, block, zp", STREAM_K_SHAPES)
-def test_wgmma_stream_k(rng, M, N, K, block, zp, dtype):
+@pytest.mark.parametrize("M, N, K, block, zp, with_bias", STREAM_K_SHAPES)
+def test_wgmma_stream_k(rng, M, N, K, block, zp, with_bias, dtype):
     """Stream-K (the producer's 256-row grids with a part-empty last wave, on one
     persistent block an SM): right against the oracle; bitwise the same run to run (a cut
-    tile's owner adds its peers' partials in block order, whatever order they land in);
-    every tile it leaves whole bitwise that of one block a tile (FORCE_WGMMA_NO_STREAM_K:
-    the same stages in the same order), so each whole tile went to the right place. The
-    plans say which grid each call ran."""
+    tile's owner adds its peers' partials in block order, whatever order they land in),
+    with another product between the two runs, so that stale partials or flags left in the
+    workspace would show; every tile it leaves whole bitwise that of one block a tile
+    (FORCE_WGMMA_NO_STREAM_K: the same stages in the same order), so each whole tile went
+    to the right place. The plans say which grid each call ran."""
     _producer_build()
     act = HALF[dtype]
     case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
@@ -749,19 +753,21 @@ def test_wgmma_stream_k(rng, M, N, K, block, zp, dtype):
     plan = ops.wgmma_plan(M, w, act)
     assert plan["producer"] and plan["stream_k_blocks"] > 0, plan
     assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_NO_STREAM_K) == dict(plan, stream_k_blocks=0)
-    a = activations(rng, (M, K), act)
-    b = activations(rng, (N,), act)
-    a_dev, b_dev = jnp.asarray(a), to_jnp(b)
+    a, other = activations(rng, (M, K), act), activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if with_bias else None
 
-    def run(split_k):
+    def run(a, split_k=0):
         return np.asarray(jax.jit(lambda a, w, b: ops._bind(
-            a, w, b, impl="fused", split_k=split_k))(a_dev, w, b_dev))
+            a, w, b, impl="fused", split_k=split_k))(jnp.asarray(a), w,
+                                                     None if b is None else to_jnp(b)))
 
-    streamed, again, grid = run(0), run(0), run(FORCE_WGMMA_NO_STREAM_K)
+    streamed, between, again = run(a), run(other), run(a)
+    grid = run(a, FORCE_WGMMA_NO_STREAM_K)
     assert_close(streamed, oracle64(a, case, b), act)
+    assert_close(between, oracle64(other, case, b), act)
     assert_close(grid, oracle64(a, case, b), act)
     np.testing.assert_array_equal(again.view(np.uint16), streamed.view(np.uint16),
-                                  err_msg="stream-K, run twice")
+                                  err_msg="stream-K, run twice with another product between")
     tiles = plan["n_blocks"] * plan["m_blocks"]
     whole = _stream_k_whole_tiles(tiles, plan["stages_per_split"], plan["stream_k_blocks"])
     assert len(whole) < tiles, "no tile cut: the fix-up went untested"

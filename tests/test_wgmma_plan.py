@@ -200,7 +200,8 @@ def stream_k(tmp_path_factory):
     (896, 128, 132),  # 1024 x 8192 x 28672: six waves whole
     (224, 64, 132), (128, 64, 132), (140, 16, 132), (300, 7, 114), (5, 7, 3), (7, 5, 3),
     (133, 64, 132),  # 1 tile over a wave: the wave joins the stream-K part
-    (448, 128, 132), (264, 128, 132), (265, 3, 132)])
+    (448, 128, 132), (264, 128, 132), (265, 3, 132),
+    (200, 1, 132)])  # runs of 0 or 1 stage (run = 0)
 def test_the_stream_k_schedule(stream_k, tiles, stages, blocks):
     """ffi/wgmma_stream_k.h (docs/design/wgmma_stream_k.md): every (tile, stage) exactly
     once; the whole waves data-parallel; the rest in runs one stage apart at most; a block
