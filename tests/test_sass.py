@@ -1,0 +1,120 @@
+"""What ptxas made of the Hopper kernel, read from the installed CUDA module (no GPU).
+
+Two ways the wgmma producer kernel has lost speed with every GPU test still passing,
+both visible in its SASS:
+- its registers: the producer warpgroup hands registers to the consumers with
+  setmaxnreg, which needs the launch to hold exactly kWgLaunchRegs (168) a thread
+  (ffi/wgmma_kernel.cu); at any other count the launcher falls back to the cp.async
+  ring (13% slower at 256 x 8192 x 28672), and local memory means spills;
+- its mainloop's uniform datapath: session 24's stream-K branch put a store with
+  lane-dependent branches inside the loop around the mainloop, and ptxas moved the
+  slot addresses and wgmma descriptors out of uniform registers (R2UR before every
+  HGMMA, BSSY/BSYNC and WARPSYNC around every barrier wait): 18-40% slower on the H200
+  (docs/perf/NOTES.md, session 24, call N).
+
+Needs cuobjdump and nvdisasm (a CUDA toolkit on PATH, or the nvidia-cuda-cuobjdump and
+nvidia-cuda-nvdisasm wheels of the test extra) and a module built with sm_90a code;
+skips otherwise.
+"""
+
+import importlib.util
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import header_constant
+
+LAUNCH_REGS = header_constant("wgmma_kernel.cu", "kWgLaunchRegs")
+# wgmma_gemm_kernel<T, kZP, 256, kTwoGroups, kProducer = true>
+PRODUCER = re.compile(r"wgmma_gemm_kernel\w*Li256ELb[01]ELb1E")
+_LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
+_BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
+
+
+def _tool(name):
+    """`name` from CUOBJDUMP's directory, PATH, or the nvidia wheels (nvidia/cu*/bin)."""
+    if os.environ.get("CUOBJDUMP"):
+        found = pathlib.Path(os.environ["CUOBJDUMP"]).with_name(name)
+        if found.exists():
+            return found
+    if shutil.which(name):
+        return pathlib.Path(shutil.which(name))
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations if spec else []):
+        for found in sorted(pathlib.Path(root).glob(f"cu*/bin/{name}")):
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def cuobjdump():
+    """run(*args) -> cuobjdump's stdout on the installed CUDA module."""
+    tools = [_tool("cuobjdump"), _tool("nvdisasm")]
+    if None in tools:
+        pytest.skip("needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
+                    "nvidia-cuda-nvdisasm)")
+    spec = importlib.util.find_spec("jax_marlin._cuda")  # found, not imported (no GPU here)
+    if spec is None or spec.origin is None:
+        pytest.skip("a build without the CUDA module")
+    for tool in tools:
+        if not os.access(tool, os.X_OK):  # a wheel may unpack without the x bit
+            tool.chmod(tool.stat().st_mode | 0o111)
+    env = dict(os.environ, NVDISASM_PATH=str(tools[1].parent))
+
+    def run(*args):
+        return subprocess.run([str(tools[0]), *args, spec.origin], check=True,
+                              capture_output=True, text=True, env=env, timeout=300).stdout
+
+    if "sm_90a" not in run("-lelf"):
+        pytest.skip("a build without sm_90a code")
+    return run
+
+
+def _resources(cuobjdump):
+    """{kernel name: {REG: n, STACK: n, LOCAL: n, ...}} of the producer instances."""
+    found, name = {}, None
+    for line in cuobjdump("-res-usage").splitlines():
+        if line.strip().startswith("Function "):
+            name = line.strip()[len("Function "):].rstrip(":")
+        elif name and PRODUCER.search(name) and "REG:" in line:
+            found[name] = {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", line)}
+            name = None
+    return found
+
+
+def test_producer_instances_launch_with_the_register_budget(cuobjdump):
+    found = _resources(cuobjdump)
+    assert len(found) == 12, sorted(found)  # 2 dtypes x 3 zero-point kinds x 2 group layouts
+    for name, res in found.items():
+        assert res["REG"] == LAUNCH_REGS and res["STACK"] == 0 and res["LOCAL"] == 0, (name, res)
+
+
+def _mainloop(sass):
+    """The predicated backward branch's body with the most HGMMA (the smallest on a tie):
+    the consumers' loop over pairs of stages."""
+    code = [(int(m.group(1), 16), m.group(2)) for m in map(_LINE.match, sass.splitlines()) if m]
+    best = None
+    for address, text in code:
+        branch = _BRANCH.search(text)
+        if not branch or not text.startswith("@") or int(branch.group(1), 16) >= address:
+            continue
+        body = [t for a, t in code if int(branch.group(1), 16) <= a <= address]
+        key = (sum("HGMMA" in t for t in body), -len(body))
+        if best is None or key > best[0]:
+            best = (key, body)
+    return best[1] if best else []
+
+
+def test_the_producer_mainloop_keeps_the_uniform_datapath(cuobjdump):
+    names = sorted(_resources(cuobjdump))
+    assert names
+    for name in names:
+        body = _mainloop(cuobjdump("-sass", "-fun", name))
+        hgmma = sum("HGMMA" in t for t in body)
+        assert hgmma == 8, (name, hgmma)  # two stages of four k16 steps
+        diverged = [t for t in body if re.search(r"\b(R2UR|BSSY|BSYNC|WARPSYNC)\b", t)]
+        assert not diverged, (name, diverged[:6])
+        assert any(re.search(r"\bU(MOV|LOP3|IADD3)\b", t) for t in body), name
