@@ -19,6 +19,11 @@
 // (ffi/stream_timeline.h).
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
 // finite and below 2) instead of zeros, to see whether the values move the time;
+// `latency_probe values` fills them as a model's would be: activations spread
+// over (-2, 2) (no tiny exponents), codes and zero points random nibbles, scales
+// in [2^-7, 2^-6), outputs and workspace zeros. At M >= 256 the wgmma kernel is
+// power-bound, and zeros (the default) read ~20% faster than random bits there
+// (session 24 call N); `values` is the probe's stand-in for the bench's operands;
 // `latency_probe 1x4096x4096 16x896x1152 ...` times those shapes (M x K x N) instead.
 // `latency_probe small` takes the projections of ~0.5B and ~1B decoders instead
 // of the 8B-class shapes.
@@ -59,6 +64,32 @@ constexpr int kReplays = 30;  // timed replays (after 3 untimed)
 __global__ void empty_kernel() {}
 
 bool g_random = false;
+bool g_values = false;
+
+// What a buffer holds, for `values` (make_gemm).
+enum class Fill { kZeros, kActivations, kNibbles, kScales };
+
+// fp16 pairs as a model's: activations with an exponent in [2^-4, 2) and a
+// random sign and mantissa; scales positive in [2^-7, 2^-6); nibbles random bits.
+__global__ void fill_values(uint32_t* p, size_t words, uint32_t seed, Fill fill) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
+       i += size_t{gridDim.x} * blockDim.x) {
+    uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
+    x ^= x >> 16;
+    x *= 0x85EBCA6Bu;
+    x ^= x >> 13;
+    x *= 0xC2B2AE35u;
+    x ^= x >> 16;
+    if (fill == Fill::kActivations) {
+      // per half: sign, exponent 11..15 (2^-4 .. 2^0), 10 mantissa bits
+      const uint32_t e_lo = 11 + (x >> 10 & 3) + (x >> 12 & 1), e_hi = 11 + (x >> 26 & 3) + (x >> 28 & 1);
+      x = (x & 0x83FF83FFu) | (e_lo << 10) | (e_hi << 26);
+    } else if (fill == Fill::kScales) {
+      x = (x & 0x03FF03FFu) | (8u << 10) | (8u << 26);  // exponent 8: [2^-7, 2^-6)
+    }
+    p[i] = x;
+  }
+}
 
 // Random bits; as fp16 pairs, finite and of magnitude < 2 (exponent bit 14 off).
 __global__ void fill_random(uint32_t* p, size_t words, uint32_t seed) {
@@ -207,19 +238,22 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   const int64_t group = 128, n_pad = (N + 63) / 64 * 64, k_blocks = (K + group - 1) / group;
   const int64_t k_pad = k_blocks * group;
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(64, (int64_t{1} << 23) / (M * n_pad)));
-  auto alloc = [&](size_t bytes) {
+  auto alloc = [&](size_t bytes, Fill fill = Fill::kZeros) {
     void* p = nullptr;
     CHECK(cudaMalloc(&p, bytes));
     CHECK(cudaMemset(p, 0, bytes));
+    const uint32_t seed = static_cast<uint32_t>(g.buffers.size()) * 7919u;
     if (g_random) {
-      fill_random<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4,
-                                 static_cast<uint32_t>(g.buffers.size()) * 7919u);
+      fill_random<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4, seed);
+      CHECK(cudaGetLastError());
+    } else if (g_values && fill != Fill::kZeros) {
+      fill_values<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4, seed, fill);
       CHECK(cudaGetLastError());
     }
     g.buffers.push_back(p);
     return p;
   };
-  void* a = alloc(M * K * 2);
+  void* a = alloc(M * K * 2, Fill::kActivations);
   void* out = alloc(M * N * 2);
   auto* workspace = static_cast<float*>(alloc(parts * M * n_pad * 4));
   // The wgmma kernel's stream-K area, as ops.py adds it for M = 129..1024.
@@ -230,9 +264,9 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   for (int c = 0; c < count; ++c) {
     MarlinGemmArgs args{};
     args.a = a;
-    args.codes = static_cast<const uint32_t*>(alloc(n_pad * k_pad / 2));
-    args.scales = alloc(k_blocks * n_pad * 2);
-    args.zero_points = alloc(k_blocks * n_pad / 2);
+    args.codes = static_cast<const uint32_t*>(alloc(n_pad * k_pad / 2, Fill::kNibbles));
+    args.scales = alloc(k_blocks * n_pad * 2, Fill::kScales);
+    args.zero_points = alloc(k_blocks * n_pad / 2, Fill::kNibbles);
     args.out = out;
     args.workspace = workspace;
     args.workspace_elems = parts * M * n_pad;
@@ -492,6 +526,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     g_random = g_random || arg == "random";
+    g_values = g_values || arg == "values";
     small_models = small_models || arg == "small";
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
@@ -526,7 +561,7 @@ int main(int argc, char** argv) {
   CHECK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, big_smem));
   const int sms = device.sm_count;
   std::printf("us per item, graphs of %d items (median of 3 x %d replays), %s buffers\n", kItems,
-              kReplays, g_random ? "random" : "zero");
+              kReplays, g_random ? "random" : g_values ? "model-like" : "zero");
   std::printf("empty, 2 blocks                          %7.2f\n",
               graph_us(stream, [&](int) { empty_kernel<<<2, 256, 0, stream>>>(); }));
   std::printf("empty, %d blocks                        %7.2f\n", 2 * sms,

@@ -5,7 +5,8 @@
 # 28672 where call L read main at 169.5, and 1024 x 8192 x 28672 (no stream-K either
 # way) at 688 against 631. Same machine kind, different calls: is the branch's kernel
 # slower without stream-K, or was call M's GPU slower? Then one round of each with
-# random operands (the probe's buffers are zeros by default; the bench's are random).
+# random operands (the probe's buffers are zeros by default; the bench's are random), and
+# one with model-like ones (`values`, added to the probe after call N).
 #   git archive main | tar -x -C .variants/main; git archive wip/stream-k | tar -x -C .variants/sk
 #   run(command="bash docs/perf/session24/callN.sh", carry=[".variants"])
 set -u
@@ -34,10 +35,14 @@ for r in 1 2; do
       | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k" | tee -a $OUT/probe.log
   done
 done
-for n in main sk; do
-  [ $(el) -gt 470 ] && { echo "skipped random $n at $(el) s"; continue; }
-  echo "== $n random at $(el) s" | tee -a $OUT/probe.log
-  timeout 80 /tmp/probe_obj/$n/latency_probe random splits=-2003 256x8192x28672 1024x8192x28672 2>&1 \
-    | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k|random" | tee -a $OUT/probe.log
+# (The probe has `values`, model-like operands, since after call N; a tree
+# whose probe lacks it reads zeros there, as its header line says.)
+for fill in random values; do
+  for n in main sk; do
+    [ $(el) -gt 470 ] && { echo "skipped $fill $n at $(el) s"; continue; }
+    echo "== $n $fill at $(el) s" | tee -a $OUT/probe.log
+    timeout 80 /tmp/probe_obj/$n/latency_probe $fill splits=-2003 256x8192x28672 1024x8192x28672 2>&1 \
+      | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k|buffers" | tee -a $OUT/probe.log
+  done
 done
 echo "total $(el) s"
