@@ -63,6 +63,17 @@ constexpr int kReplays = 30;  // timed replays (after 3 untimed)
 
 __global__ void empty_kernel() {}
 
+// Word i of a seeded stream of random bits (a multiplicative hash, then a
+// 32-bit finalizer's mixing).
+__device__ __forceinline__ uint32_t random_word(size_t i, uint32_t seed) {
+  uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  return x ^ (x >> 16);
+}
+
 bool g_random = false;
 bool g_values = false;
 
@@ -74,12 +85,7 @@ enum class Fill { kZeros, kActivations, kNibbles, kScales };
 __global__ void fill_values(uint32_t* p, size_t words, uint32_t seed, Fill fill) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
        i += size_t{gridDim.x} * blockDim.x) {
-    uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
+    uint32_t x = random_word(i, seed);
     if (fill == Fill::kActivations) {
       // per half: sign, exponent 11..15 (2^-4 .. 2^0), 10 mantissa bits
       const uint32_t e_lo = 11 + (x >> 10 & 3) + (x >> 12 & 1), e_hi = 11 + (x >> 26 & 3) + (x >> 28 & 1);
@@ -94,15 +100,8 @@ __global__ void fill_values(uint32_t* p, size_t words, uint32_t seed, Fill fill)
 // Random bits; as fp16 pairs, finite and of magnitude < 2 (exponent bit 14 off).
 __global__ void fill_random(uint32_t* p, size_t words, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
-       i += size_t{gridDim.x} * blockDim.x) {
-    uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
-    p[i] = x & 0xBFFFBFFFu;
-  }
+       i += size_t{gridDim.x} * blockDim.x)
+    p[i] = random_word(i, seed) & 0xBFFFBFFFu;
 }
 
 // Stands in for an XLA fusion between two GEMMs: reads and writes a few values.
