@@ -7,6 +7,7 @@ so it is independent of the package it checks.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import pathlib
 import re
@@ -214,6 +215,34 @@ def wgmma_producer_takes(M: int, K: int, block: int, rows: int) -> bool:
     256-row plan (a ragged last row block through the tail map, a group slot past k_blocks
     zeroed), whatever M, K and the block size."""
     return rows == 256
+
+
+def cuda_tool(name: str) -> pathlib.Path | None:
+    """A CUDA binary tool (cuobjdump, nvdisasm): from CUOBJDUMP's folder, PATH, or the
+    NVIDIA wheels of the test extra (site-packages/nvidia/cu*/bin); None if none."""
+    if os.environ.get("CUOBJDUMP"):
+        found = pathlib.Path(os.environ["CUOBJDUMP"]).with_name(name)
+        if found.exists():
+            return found
+    if shutil.which(name):
+        return pathlib.Path(shutil.which(name))
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations if spec else []):
+        for found in sorted(pathlib.Path(root).glob(f"cu*/bin/{name}")):
+            if not os.access(found, os.X_OK):  # a wheel may unpack without the x bit
+                found.chmod(found.stat().st_mode | 0o111)
+            return found
+    return None
+
+
+def cuobjdump_or_skip():
+    """(cuobjdump, the environment to run it in: nvdisasm found through NVDISASM_PATH), or
+    a skip where either tool is missing."""
+    tools = [cuda_tool("cuobjdump"), cuda_tool("nvdisasm")]
+    if None in tools:
+        pytest.skip("needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
+                    "nvidia-cuda-nvdisasm)")
+    return str(tools[0]), dict(os.environ, NVDISASM_PATH=str(tools[1].parent))
 
 
 def host_planner(tmp_path_factory, source: str, defines=()):

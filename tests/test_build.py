@@ -11,6 +11,7 @@ import pytest
 
 import jax_marlin as jm
 from jax_marlin import _ffi
+from conftest import cuobjdump_or_skip
 
 
 def test_the_compiled_cpu_module_is_what_runs():
@@ -39,19 +40,20 @@ def test_the_timeline_build_compiles_and_the_package_carries_none_of_it(tmp_path
     """ffi/stream_timeline.h: the streaming kernels' timestamps exist only in a build with
     -DJAX_MARLIN_STREAM_TIMELINE (tools/latency_probe.cu's). That build must keep
     compiling, and the package's CUDA module must not read the global timer."""
-    nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
-    if nvcc is None or cuobjdump is None:
-        pytest.skip("needs nvcc and cuobjdump")
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("needs nvcc")
+    cuobjdump, env = cuobjdump_or_skip()
     root = pathlib.Path(__file__).resolve().parents[1]
     cubin = tmp_path / "timeline.cubin"
     subprocess.run([nvcc, "-std=c++17", "-O3", "-cubin", "-DJAX_MARLIN_STREAM_TIMELINE",
                     "-gencode", "arch=compute_90,code=sm_90", "-I", str(root / "ffi"),
                     str(root / "ffi" / "stream_kernel.cu"), "-o", str(cubin)], check=True)
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True,
-                          text=True).stdout
+                          text=True, env=env).stdout
     assert "GLOBALTIMER" in sass
     if jm.build_info()["cuda"]:
         module = next(pathlib.Path(jm.__file__).parent.glob("_cuda*.so"))
         sass = subprocess.run([cuobjdump, "-sass", str(module)], check=True,
-                              capture_output=True, text=True).stdout
+                              capture_output=True, text=True, env=env).stdout
         assert "stream_gemm_kernel" in sass and "GLOBALTIMER" not in sass

@@ -18,14 +18,11 @@ skips otherwise.
 """
 
 import importlib.util
-import os
-import pathlib
 import re
-import shutil
 import subprocess
 
 import pytest
-from conftest import header_constant
+from conftest import cuobjdump_or_skip, header_constant
 
 LAUNCH_REGS = header_constant("wgmma_kernel.cu", "kWgLaunchRegs")
 # wgmma_gemm_kernel<T, kZP, 256, kTwoGroups, kProducer = true>
@@ -34,39 +31,17 @@ _LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
 _BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
 
 
-def _tool(name):
-    """`name` from CUOBJDUMP's directory, PATH, or the nvidia wheels (nvidia/cu*/bin)."""
-    if os.environ.get("CUOBJDUMP"):
-        found = pathlib.Path(os.environ["CUOBJDUMP"]).with_name(name)
-        if found.exists():
-            return found
-    if shutil.which(name):
-        return pathlib.Path(shutil.which(name))
-    spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations if spec else []):
-        for found in sorted(pathlib.Path(root).glob(f"cu*/bin/{name}")):
-            return found
-    return None
-
-
 @pytest.fixture(scope="module")
 def cuobjdump():
     """run(*args) -> cuobjdump's stdout on the installed CUDA module."""
-    tools = [_tool("cuobjdump"), _tool("nvdisasm")]
-    if None in tools:
-        pytest.skip("needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
-                    "nvidia-cuda-nvdisasm)")
+    tool, env = cuobjdump_or_skip()
     spec = importlib.util.find_spec("jax_marlin._cuda")  # found, not imported (no GPU here)
     if spec is None or spec.origin is None:
         pytest.skip("a build without the CUDA module")
-    for tool in tools:
-        if not os.access(tool, os.X_OK):  # a wheel may unpack without the x bit
-            tool.chmod(tool.stat().st_mode | 0o111)
-    env = dict(os.environ, NVDISASM_PATH=str(tools[1].parent))
 
     def run(*args):
-        return subprocess.run([str(tools[0]), *args, spec.origin], check=True,
-                              capture_output=True, text=True, env=env, timeout=300).stdout
+        return subprocess.run([tool, *args, spec.origin], check=True, capture_output=True,
+                              text=True, env=env, timeout=300).stdout
 
     if "sm_90a" not in run("-lelf"):
         pytest.skip("a build without sm_90a code")
