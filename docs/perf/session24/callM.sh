@@ -7,7 +7,9 @@
 #   3. probes, kernels alone in CUDA graphs, each shape with stream-K (the plan) and
 #      without (split_k_override -2003, kForceWgmmaNoStreamK);
 #   4. if time is left, the bench at M = 256 and 512 on the two large shapes, fp16.
-# run(command="bash docs/perf/session24/callM.sh", carry=[".ffi"])
+# run(command="bash docs/perf/session24/callM.sh", carry=[".ffi"]) is what call M ran;
+# SANITIZERS="racecheck memcheck synccheck" and PROBE_FILL=values (the probe's operands)
+# change those steps (after call M).
 set -u
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -36,7 +38,7 @@ if grep -q " passed" $OUT/pytest.log && ! grep -q "failed" $OUT/pytest.log; then
   echo "all GPU tests at $(el) s"; grep -E "passed|failed|FAILED|Error" $OUT/pytest_all.log | head -12
   source tools/gpu_probes.sh
   export SANITIZE_PARTS="wgmma_stream_k wgmma_producer"
-  for tool in racecheck memcheck; do run_sanitizer $tool 100 /tmp/sanitize_$tool.log; done
+  for tool in ${SANITIZERS:-racecheck memcheck}; do run_sanitizer $tool 100 /tmp/sanitize_$tool.log; done
   for f in /tmp/sanitize_*.log.*; do echo "==== $f"; cat "$f"; done > $OUT/sanitize.log 2>&1
   grep -E "SUMMARY|sanitize sweep|exit" $OUT/sanitize.log
 else
@@ -49,7 +51,7 @@ for r in 1 2; do
   [ $(el) -gt 470 ] && { echo "probe round $r skipped at $(el) s"; continue; }
   echo "== probe round $r at $(el) s" | tee -a $OUT/probe.log
   # shellcheck disable=SC2086
-  timeout 90 /tmp/probe splits=-2003 $shapes 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k" | tee -a $OUT/probe.log
+  timeout 90 /tmp/probe ${PROBE_FILL-} splits=-2003 $shapes 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k|buffers" | tee -a $OUT/probe.log
 done
 if [ $(el) -lt 470 ]; then
   (cd /tmp && timeout $((580 - $(el))) python3 -m jax_marlin.bench --shapes 8192x28672,28672x8192 \
