@@ -1169,7 +1169,7 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
   if (!overrides.on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = plan.rows == kWgProducerRows && !overrides.force_cp_async &&
+  plan.producer = wgmma_plans_producer(plan) && !overrides.force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;

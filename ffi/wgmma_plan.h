@@ -262,6 +262,14 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
   return info;
 }
 
+// Whether the build plans the producer warpgroup for `plan` (its rows); the
+// launch may still fall back to the cp.async ring at run time (wgmma_kernel.cu
+// launched_plan: no cuTensorMapEncodeTiled, registers off the budget, a test's
+// kForceWgmmaCpAsync).
+inline bool wgmma_plans_producer(const WgmmaGridInfo& plan) {
+  return JAX_MARLIN_WGMMA_PRODUCER && plan.rows == kWgProducerRows;
+}
+
 // Stream-K for the producer's 256-row grids (docs/design/wgmma_stream_k.md,
 // wgmma_stream_k.h): where one block a tile leaves the last wave part-empty
 // (256 x 8192 x 28672: 224 tiles of 128 stages on 132 SMs, the second wave

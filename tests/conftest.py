@@ -210,11 +210,18 @@ def header_define(header: str, name: str) -> int:
     return int(re.search(rf"#define {name} (\d+)", text).group(1))
 
 
-def wgmma_producer_takes(M: int, K: int, block: int, rows: int) -> bool:
-    """Whether a wgmma plan of ``rows`` rows should run the producer warpgroup: every
-    256-row plan (a ragged last row block through the tail map, a group slot past k_blocks
-    zeroed), whatever M, K and the block size."""
-    return rows == 256
+# The wgmma plans the producer warpgroup runs: every one of these rows (a ragged last row
+# block through the tail map, a group slot past k_blocks zeroed), whatever M, K and groups.
+WGMMA_PRODUCER_ROWS = header_constant("wgmma_plan.h", "kWgProducerRows")
+
+
+def tool_module(name: str):
+    """``tools/<name>.py`` of this checkout, imported as a module."""
+    spec = importlib.util.spec_from_file_location(
+        name, pathlib.Path(__file__).resolve().parents[1] / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cuda_tool(name: str) -> pathlib.Path | None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -12,17 +10,9 @@ import numpy as np
 import pytest
 
 from jax_marlin import bench
+from conftest import tool_module
 
 SWEEP_IMPLS = ("dense", "jax_marlin", "jax_marlin_fused", "jax_marlin_dense", "xla_int4")
-
-
-def tool_module(name: str):
-    """``tools/<name>.py`` of this checkout, imported as a module."""
-    spec = importlib.util.spec_from_file_location(
-        name, pathlib.Path(__file__).resolve().parents[1] / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 import jax_marlin as jm
 from jax_marlin import ops
 from conftest import (BF16, Case, activations, assert_close, make_case, np_pack, oracle64,
-                      requires_gpu, to_jnp, wgmma_producer_takes)
+                      requires_gpu, to_jnp, WGMMA_PRODUCER_ROWS)
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
@@ -659,7 +659,7 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
     N, K = case.N, case.K
     plan = ops.wgmma_plan(M, w, act)
     assert plan is not None, plan
-    assert plan["producer"] is wgmma_producer_takes(M, K, case.block_size, plan["rows"]), plan
+    assert plan["producer"] is (plan["rows"] == WGMMA_PRODUCER_ROWS), plan
     if plan["rows"] != 256:  # M = 129-256 may plan 128-row blocks in clusters (no producer)
         pytest.skip(f"a {plan['rows']}-row plan: no producer")
     if not plan["producer"]:
@@ -790,7 +790,7 @@ def test_wgmma_producer_plans_only_what_it_handles(rng):
         for M in [200, 257, 300, 383, 384, 513, 640, 1000, 1024]:
             plan = ops.wgmma_plan(M, w, jnp.float16)
             assert plan["rows"] == 256 or M <= 256, (M, plan)
-            want = wgmma_producer_takes(M, K, block, plan["rows"])
+            want = plan["rows"] == WGMMA_PRODUCER_ROWS
             assert plan["producer"] is want, (K, M, plan)
 
 
@@ -822,7 +822,7 @@ def test_wgmma_group_past_the_end_meets_zero_scales(rng, M):
         plan = ops.wgmma_plan(M, w, jnp.float16)
         assert plan is not None and plan["rows"] == 256, plan
         if info.get("wgmma_producer"):
-            assert plan["producer"] is wgmma_producer_takes(M, K, block, plan["rows"]), plan
+            assert plan["producer"] is (plan["rows"] == WGMMA_PRODUCER_ROWS), plan
     a = activations(rng, (M, K), np.float16)
     a_dev = jnp.asarray(a)
 

@@ -22,13 +22,13 @@ import re
 import subprocess
 
 import pytest
-from conftest import cuobjdump_or_skip, header_constant
+from conftest import cuobjdump_or_skip, header_constant, tool_module
 
 LAUNCH_REGS = header_constant("wgmma_kernel.cu", "kWgLaunchRegs")
 # wgmma_gemm_kernel<T, kZP, 256, kTwoGroups, kProducer = true>
 PRODUCER = re.compile(r"wgmma_gemm_kernel\w*Li256ELb[01]ELb1E")
-_LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
-_BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
+# The loop finder: the predicated backward branch whose body holds the most MMAs.
+SASS_MIX = tool_module("sass_mix")
 
 
 @pytest.fixture(scope="module")
@@ -67,27 +67,13 @@ def test_producer_instances_launch_with_the_register_budget(cuobjdump):
         assert res["REG"] == LAUNCH_REGS and res["STACK"] == 0 and res["LOCAL"] == 0, (name, res)
 
 
-def _mainloop(sass):
-    """The predicated backward branch's body with the most HGMMA (the smallest on a tie):
-    the consumers' loop over pairs of stages."""
-    code = [(int(m.group(1), 16), m.group(2)) for m in map(_LINE.match, sass.splitlines()) if m]
-    best = None
-    for address, text in code:
-        branch = _BRANCH.search(text)
-        if not branch or not text.startswith("@") or int(branch.group(1), 16) >= address:
-            continue
-        body = [t for a, t in code if int(branch.group(1), 16) <= a <= address]
-        key = (sum("HGMMA" in t for t in body), -len(body))
-        if best is None or key > best[0]:
-            best = (key, body)
-    return best[1] if best else []
-
-
 def test_the_producer_mainloop_keeps_the_uniform_datapath(cuobjdump):
     names = sorted(_resources(cuobjdump))
     assert names
     for name in names:
-        body = _mainloop(cuobjdump("-sass", "-fun", name))
+        sass = cuobjdump("-sass", "-fun", name)
+        # the consumers' loop over pairs of stages
+        body = [t for _, t in SASS_MIX.hottest_loop(SASS_MIX.instructions(sass))]
         hgmma = sum("HGMMA" in t for t in body)
         assert hgmma == 8, (name, hgmma)  # two stages of four k16 steps
         diverged = [t for t in body if re.search(r"\b(R2UR|BSSY|BSYNC|WARPSYNC)\b", t)]

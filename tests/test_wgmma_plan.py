@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import header_constant, header_define, host_planner, wgmma_producer_takes
+from conftest import WGMMA_PRODUCER_ROWS, header_constant, header_define, host_planner
 
 from jax_marlin import _layout, _shapes
 
@@ -70,7 +70,7 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
         assert not cluster_k, (case, got)  # no cluster counts given: none planned
         # The producer warpgroup feeds every 256-row block (a ragged last one through its
         # own tensor map, a group slot past k_blocks zeroed), no smaller one.
-        assert producer == bool(PRODUCER and wgmma_producer_takes(M, K, block, rows)), (
+        assert producer == bool(PRODUCER and rows == WGMMA_PRODUCER_ROWS), (
             case, got)
         n_pad = _layout.n_pad(N)
         stages = -(-(-(-K // block) * block // 16) // 4)

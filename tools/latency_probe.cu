@@ -77,16 +77,20 @@ __device__ __forceinline__ uint32_t random_word(size_t i, uint32_t seed) {
 bool g_random = false;
 bool g_values = false;
 
-// What a buffer holds, for `values` (make_gemm).
-enum class Fill { kZeros, kActivations, kNibbles, kScales };
+// What a buffer holds: zeros; random bits (`random`, every buffer); or, for
+// `values`, a model's activations, 4-bit codes or zero points, or scales.
+enum class Fill { kZeros, kRandomBits, kActivations, kNibbles, kScales };
 
-// fp16 pairs as a model's: activations with an exponent in [2^-4, 2) and a
-// random sign and mantissa; scales positive in [2^-7, 2^-6); nibbles random bits.
-__global__ void fill_values(uint32_t* p, size_t words, uint32_t seed, Fill fill) {
+// fp16 pairs: random bits finite and of magnitude < 2 (exponent bit 14 off);
+// activations with an exponent in [2^-4, 2) and a random sign and mantissa;
+// scales positive in [2^-7, 2^-6); nibbles random bits.
+__global__ void fill_buffer(uint32_t* p, size_t words, uint32_t seed, Fill fill) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
        i += size_t{gridDim.x} * blockDim.x) {
     uint32_t x = random_word(i, seed);
-    if (fill == Fill::kActivations) {
+    if (fill == Fill::kRandomBits) {
+      x &= 0xBFFFBFFFu;
+    } else if (fill == Fill::kActivations) {
       // per half: sign, exponent 11..15 (2^-4 .. 2^0), 10 mantissa bits
       const uint32_t e_lo = 11 + (x >> 10 & 3) + (x >> 12 & 1), e_hi = 11 + (x >> 26 & 3) + (x >> 28 & 1);
       x = (x & 0x83FF83FFu) | (e_lo << 10) | (e_hi << 26);
@@ -95,13 +99,6 @@ __global__ void fill_values(uint32_t* p, size_t words, uint32_t seed, Fill fill)
     }
     p[i] = x;
   }
-}
-
-// Random bits; as fp16 pairs, finite and of magnitude < 2 (exponent bit 14 off).
-__global__ void fill_random(uint32_t* p, size_t words, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
-       i += size_t{gridDim.x} * blockDim.x)
-    p[i] = random_word(i, seed) & 0xBFFFBFFFu;
 }
 
 // Stands in for an XLA fusion between two GEMMs: reads and writes a few values.
@@ -241,12 +238,10 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
     void* p = nullptr;
     CHECK(cudaMalloc(&p, bytes));
     CHECK(cudaMemset(p, 0, bytes));
-    const uint32_t seed = static_cast<uint32_t>(g.buffers.size()) * 7919u;
-    if (g_random) {
-      fill_random<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4, seed);
-      CHECK(cudaGetLastError());
-    } else if (g_values && fill != Fill::kZeros) {
-      fill_values<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4, seed, fill);
+    if (g_random) fill = Fill::kRandomBits;
+    if (fill != Fill::kZeros && (g_random || g_values)) {
+      fill_buffer<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4,
+                                 static_cast<uint32_t>(g.buffers.size()) * 7919u, fill);
       CHECK(cudaGetLastError());
     }
     g.buffers.push_back(p);

@@ -22,6 +22,7 @@ import sys
 
 _LINE = re.compile(r"\s+/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
 _BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
+_MMA = re.compile(r"\bHG?MMA\b")  # mma.sync's HMMA, wgmma's HGMMA
 
 
 def kernel_sass(cubin, name_part, cuobjdump):
@@ -47,7 +48,7 @@ def hottest_loop(code):
         if not branch or not text.startswith("@") or int(branch.group(1), 16) >= address:
             continue
         body = [(a, t) for a, t in code if int(branch.group(1), 16) <= a <= address]
-        key = (sum("HMMA" in t for _, t in body), -len(body))
+        key = (sum(bool(_MMA.search(t)) for _, t in body), -len(body))
         if best is None or key > best[0]:
             best = (key, body)
     if best is None:
@@ -70,7 +71,7 @@ def main(argv):
     counts = collections.Counter(opcode(t) for _, t in body)
     print(name)
     print(f"loop {body[0][0]:#x}..{body[-1][0]:#x}: {len(body)} instructions, "
-          f"{counts['HMMA']} HMMA")
+          f"{counts['HMMA'] + counts['HGMMA']} HMMA/HGMMA")
     print(" ".join(f"{op}:{n}" for op, n in counts.most_common()))
 
 

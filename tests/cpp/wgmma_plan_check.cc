@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     jax_marlin::DeviceLimits device{0, static_cast<int>(sm_count), static_cast<int>(smem), 90};
     for (int i = 0; i < 3; ++i) device.cluster_blocks[i] = cluster_blocks[i];
     jax_marlin::WgmmaGridInfo plan = jax_marlin::plan_wgmma_grid(args, device);
-    plan.producer = JAX_MARLIN_WGMMA_PRODUCER && plan.rows == jax_marlin::kWgProducerRows;
+    plan.producer = jax_marlin::wgmma_plans_producer(plan);
     const int stream_k_blocks = jax_marlin::wgmma_stream_k_blocks(plan, args, device);
     std::printf("%d %lld %lld %d %d %d %d %d %d\n", plan.rows,
                 static_cast<long long>(plan.n_blocks), static_cast<long long>(plan.m_blocks),
