@@ -688,6 +688,16 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// lo and hi rounded to T (as from_float), packed into one word, lo in the low half.
+template <typename T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  const T l = from_float<T>(lo), h = from_float<T>(hi);
+  uint16_t lo_bits, hi_bits;
+  memcpy(&lo_bits, &l, 2);
+  memcpy(&hi_bits, &h, 2);
+  return static_cast<uint32_t>(lo_bits) | (static_cast<uint32_t>(hi_bits) << 16);
+}
+
 // The two elements of a 32-bit word of T (low half first), added in fp32.
 template <typename T>
 __device__ __forceinline__ float pair_sum(uint32_t word) {

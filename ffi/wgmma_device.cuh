@@ -51,6 +51,20 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// Four 8 x 8 tiles of 16-bit values from an mma accumulator fragment into
+// shared memory, transposed (stmatrix .trans): register j holds tile j's
+// (row lane / 4, columns 2 (lane % 4) + {0, 1}), and lanes 8 j .. 8 j + 7 give
+// the addresses (16-byte aligned) of tile j's stored rows 0-7, stored row c
+// being the fragment's column c. One instruction for what would be eight
+// 2-byte stores a lane.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+#ifdef JAX_MARLIN_HAS_WGMMA
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#endif
+}
+
 // Descriptor of a K-major B operand (rows of 64 k = 128 B, 128-byte swizzle,
 // 1024-aligned atoms of 8 rows): start >> 4 in bits 0-13, leading byte offset
 // 16 B (unused with a swizzle) in 16-29, stride 1024 B (8 rows) in 32-45,

@@ -163,6 +163,12 @@ __device__ __forceinline__ void stg_16_if(T* dst, T v, bool inside) {
                : "memory");
 }
 
+__device__ __forceinline__ void stg_128_if(void* dst, uint4 v, bool inside) {
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %5, 0;\n@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n}\n"
+               ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(static_cast<int>(inside))
+               : "memory");
+}
+
 // A block's work, segment by segment, which the producer and the consumers
 // walk alike: its grid cell (blockIdx: tile pair x, row block y, the k-split's
 // stages), once; or with stream-K its list (wgmma_stream_k.h), tile t being
@@ -344,6 +350,111 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
   if (p.cluster_k) asm volatile("barrier.cluster.wait;\n" ::: "memory");
 }
 #endif
+
+// The epilogue's outputs, bias added (no k-split: a k-split's partials are
+// fp32 and go to the workspace as they are). d[i] is output column 64 tile +
+// 16 wg_warp + g + 8 ((i >> 1) & 1) of activation row m0 + 8 (i >> 2) + 2 q +
+// (i & 1): adjacent output columns sit in adjacent lanes, so stored from
+// registers each value is its own 2-byte store with its own 64-bit address and
+// bounds checks, ~2,000 instructions a warp and 14% of the warp samples of a
+// 256-row block at K = 4096 (ncu, session 25 call P). Instead each warpgroup's tile (kRows
+// rows x 64 columns) is transposed into shared memory by stmatrix (16 a
+// thread at 256 rows) and leaves as 16-byte row chunks, a warp's stores four
+// whole 128-byte rows. The ring holds it: every wgmma of both warpgroups has
+// completed (each waited for its own group; the block barrier below waits for
+// the other warpgroup) and no copy is in flight (the producer's or the cp.async
+// ring's, every stage waited for). Rows are kStagedRowBytes apart, 16 B more
+// than 128, so that a tile's eight rows and a warp's 16-byte reads of four rows
+// fall on distinct banks.
+constexpr int kStagedRowBytes = 144;
+// `staging` holds both warpgroups' tiles, kPassRows rows at a time (the grid:
+// the whole ring, one pass; stream-K: the segment's last slot, which the
+// producer may not refill yet, two passes of 128 rows). The loads, the
+// stores and the edge checks are predicated, with no branch on the thread:
+// under stream-K this runs inside the segment loop (see end_stream_k_segment).
+template <typename T, int kRows, int kPassRows = kRows>
+__device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float (&d)[kRows / 2],
+                                              uint32_t staging, int tile, int64_t m0) {
+  static_assert(kRows % kPassRows == 0 && kPassRows % 16 == 0, "passes of whole x4 groups");
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int wg = tid >> 7, wg_warp = (tid >> 5) & 3;
+  const bool tile_in = tile < p.n_tiles;
+  // The thread's two columns' bias (h = 0, 1: + 8 h), added in fp32 as
+  // store_with_bias does; without one, -0 (x + -0 is x, bit for bit, -0
+  // included; + 0 would turn -0 into +0). Added either way: a select between
+  // the sums and the plain values kept both sets of 128 live, and spilled.
+  const T* bias = static_cast<const T*>(p.bias);
+  const int64_t n_lane = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + (lane >> 2);
+  float column_bias[2] = {-0.f, -0.f};
+  if (bias != nullptr) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      column_bias[h] = to_float<T>(ldg_16_if(bias + n_lane + 8 * h, tile_in && n_lane + 8 * h < p.N));
+  }
+  T* out = static_cast<T*>(p.out);
+  const bool whole_chunks = (p.N & 7) == 0;
+  const int wt = tid & 127;
+  const uint32_t region = staging + wg * (kPassRows * kStagedRowBytes);
+  // x4 tile j (lane / 8): activation rows + 8 (j >> 1), columns + 8 (j & 1),
+  // i.e. d[8 b + 2 j], d[8 b + 2 j + 1] for rows 16 b ..; lane's row t = lane % 8.
+  const int j = lane >> 3;
+  const uint32_t lane_row = region + ((j >> 1) * 8 + (lane & 7)) * kStagedRowBytes +
+                            (16 * wg_warp + 8 * (j & 1)) * 2;
+#pragma unroll
+  for (int pass = 0; pass < kRows / kPassRows; ++pass) {
+    // Both warpgroups are done with the staging bytes: the wgmmas that read
+    // them, or the last pass's loads (id 3: 0 is the prologue's, 1-2 the
+    // warpgroups' own; 256 = the consumers, the producer warps never meet it).
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");
+#pragma unroll
+    for (int b = 0; b < kPassRows / 16; ++b) {
+      const int i0 = 8 * (pass * kPassRows / 16 + b);
+      uint32_t r[4];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const float lo = d[i0 + 2 * jj], hi = d[i0 + 2 * jj + 1];
+        r[jj] = pack_pair<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1]);
+      }
+      stmatrix_x4_trans(lane_row + b * 16 * kStagedRowBytes, r);
+    }
+    // The warpgroup's rows are in (immediate barrier ids: an id in a register
+    // makes ptxas reserve all 16 hardware barriers).
+    if (wg == 0)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of
+    // the tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers
+    // are); else each chunk's values go one by one (a loop of its own, not
+    // unrolled: inside the unrolled one its 8 stores a chunk spilled).
+    if (whole_chunks) {
+#pragma unroll 4
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        const int64_t m = m0 + pass * kPassRows + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        stg_128_if(out + m * p.N + n, v, tile_in && m < p.M && n < p.N);
+      }
+    } else {
+#pragma unroll 1
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        const int64_t m = m0 + pass * kPassRows + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
+          T value;
+          memcpy(&value, &bits, 2);
+          stg_16_if(out + m * p.N + n + e, value, tile_in && m < p.M && n + e < p.N);
+        }
+      }
+    }
+  }
+}
 
 // kProducer (256 rows only): the producer warpgroup's mainloop, else the
 // cp.async ring's (every row count; at 256 rows the fallback and the tests'
@@ -636,27 +747,6 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     }
   };
 
-  // A tile's outputs, d[i] being output column 64 tile + 16 wg_warp + g + 8
-  // ((i >> 1) & 1) of activation row row0 + 8 (i >> 2) + 2 q + (i & 1): stored
-  // (bias added, rows < M and columns < N), or with a k-split in the reduce's
-  // workspace as this split's fp32 partial (every column of the tile is < n_pad).
-  auto store_tile = [&](int tile, int64_t row0) {
-    if (tile >= p.n_tiles) return;
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
-    float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
-#pragma unroll
-    for (int i = 0; i < kRows / 2; ++i) {
-      const int64_t m = row0 + 8 * (i >> 2) + 2 * q + (i & 1);
-      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
-      if (m >= p.M) continue;
-      if (p.num_splits > 1)
-        partial[m * p.n_pad + n] = d[i];
-      else if (n < p.N)
-        store_with_bias(out, bias, m, n, p.N, d[i]);
-    }
-  };
-
 #if JAX_MARLIN_WGMMA_PRODUCER
   // A stream-K segment's end (wgmma_stream_k.h): a whole tile is stored; a
   // partial (the tail stages of a tile another block owns) goes to this
@@ -674,7 +764,9 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // registers (slot addresses and wgmma descriptors through R2UR, BSSY and
   // WARPSYNC around every full-barrier wait): 18-40% slower (session 24 call
   // N). The spin's exit is a warp vote, uniform in the warp.
-  auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0) {
+  constexpr int kStreamKPassRows = kRows < 128 ? kRows : 128;
+  auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0,
+                                  uint32_t staging) {
     static_assert(!kProducer || kRows / 2 * kWgThreads == kStreamKPartialFloats,
                   "a partial slot holds a tile's accumulators");
     uint32_t* flags = reinterpret_cast<uint32_t*>(p.sk_workspace);
@@ -714,27 +806,11 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
         }
       }
     }
-    // The stores predicated, not branched around (tile, rows and columns
-    // past the edges): see above.
-    // A thread's outputs sit in two columns (h = 0, 1: + 8 h): their bias
-    // once, then every row's store.
-    T* out = static_cast<T*>(p.out);
-    const T* bias = static_cast<const T*>(p.bias);
-    const int64_t n0 = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g;
-    const bool column_in[2] = {tile < p.n_tiles && n0 < p.N, tile < p.n_tiles && n0 + 8 < p.N};
-    float column_bias[2] = {0.f, 0.f};
-    if (bias != nullptr) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        column_bias[h] = to_float<T>(ldg_16_if(bias + n0 + 8 * h, column_in[h]));
-    }
-#pragma unroll
-    for (int i = 0; i < kRows / 2; ++i) {
-      const int64_t m = row0 + 8 * (i >> 2) + 2 * q + (i & 1);
-      const int h = (i >> 1) & 1;
-      stg_16_if(out + m * p.N + n0 + 8 * h, from_float<T>(d[i] + column_bias[h]),
-                column_in[h] && m < p.M);
-    }
+    // The tile leaves through `staging` (the segment's last slot, still
+    // held) in two passes of 128 rows, its stores predicated (see above).
+    static_assert(!kProducer || kWgTiles * kStreamKPassRows * kStagedRowBytes <= Cfg::kStageBytes,
+                  "a pass of both warpgroups' rows fits a slot");
+    store_outputs<T, kRows, kStreamKPassRows>(p, d, staging, tile, row0);
   };
 
   if constexpr (kProducer) {
@@ -788,15 +864,18 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
       compute_stage(s + 1, frag_odd);
     }
     if (s < seg.n_stages) compute_stage(s, frag_even);
-    // Every stage's full barrier was waited for by every consumer thread and
-    // the producer issues no more for this segment: no copy into this ring
-    // is in flight (the on-chip split's peer may push into it once every
-    // consumer says so).
+    // Every stage's full barrier was waited for by every consumer thread: no
+    // copy of this segment is in flight (the on-chip split's peer may push
+    // into the ring once every consumer says so). Under stream-K the producer
+    // may be filling released slots for the next segment, never a held one.
     wgmma_wait<0>();
     if (p.sk.blocks == 0) break;  // the grid cell's epilogue, below
-    // The segment's last slot too: the producer fills it for the next one.
+    // The segment's last slot (release_slot, not yet released) stages a
+    // stored tile; then the producer may fill it for the next segment, its
+    // bulk copies (the async proxy) after these generic accesses: the fence.
+    end_stream_k_segment(seg.sk, seg.x * kWgTiles + wg, seg.y * kRows, stage_at(release_slot));
+    fence_proxy_async_shared();
     release();
-    end_stream_k_segment(seg.sk, seg.x * kWgTiles + wg, seg.y * kRows);
   }
   if (p.sk.blocks) return;
   } else
@@ -879,9 +958,12 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   cp_async_wait<0>();
   }
 
-  // Epilogue (d's layout: store_tile). With a k-split in clusters the halves
-  // add on chip (below); with any other k-split the fp32 partial goes to the
-  // workspace and LaunchSplitKReduce adds the splits and the bias.
+  // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
+  // of activation row m0 + 8 (i >> 2) + 2 q + (i & 1).
+  // With a k-split in clusters the halves add on chip (below); with any other
+  // k-split the fp32 partial goes to the workspace (every column of the tile is
+  // < n_pad) and LaunchSplitKReduce adds the splits and the bias; without one
+  // the tile leaves through shared memory (store_outputs).
   const int tile = tile0 + wg;
 #if __CUDA_ARCH__ >= 900
   if (p.cluster_k) {
@@ -948,7 +1030,19 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     return;
   }
 #endif
-  store_tile(tile, m0);
+  if (p.num_splits == 1) {
+    static_assert(kWgTiles * kRows * kStagedRowBytes <= Cfg::kStages * Cfg::kStageBytes,
+                  "both warpgroups' tiles fit the ring");
+    store_outputs<T, kRows>(p, d, smem_base, tile, m0);
+  } else if (tile < p.n_tiles) {
+    float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
+#pragma unroll
+    for (int i = 0; i < kRows / 2; ++i) {
+      const int64_t m = m0 + 8 * (i >> 2) + 2 * q + (i & 1);
+      const int64_t n = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((i >> 1) & 1);
+      if (m < p.M) partial[m * p.n_pad + n] = d[i];
+    }
+  }
 #else
   __trap();  // never launched: LaunchWgmmaGemm checks that the sm_90a code is loaded
 #endif
