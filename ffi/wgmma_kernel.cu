@@ -1261,13 +1261,17 @@ namespace {
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
                             WgmmaOverrides overrides) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
+  if (overrides.force_stream_k && wgmma_rows(args.M) == kWgProducerRows)
+    plan = plan_wgmma_rows(args, device, kWgProducerRows, 1);  // unsplit: stream-K cuts it
   if (!overrides.on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
   plan.producer = wgmma_plans_producer(plan) && !overrides.force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;
-  plan.stream_k_blocks = overrides.stream_k ? wgmma_stream_k_blocks(plan, args, device) : 0;
+  plan.stream_k_blocks =
+      overrides.stream_k ? wgmma_stream_k_blocks(plan, args, device, overrides.force_stream_k)
+                         : 0;
 #else
   plan.producer = 0;
   plan.stream_k_blocks = 0;
@@ -1283,6 +1287,7 @@ WgmmaOverrides WgmmaOverridesFor(int split_k_override) {
   o.on_chip_split = split_k_override != kForceWgmmaReduce;
   o.force_cp_async = split_k_override == kForceWgmmaCpAsync;
   o.stream_k = split_k_override != kForceWgmmaNoStreamK;
+  o.force_stream_k = split_k_override == kForceWgmmaStreamK;
   return o;
 }
 

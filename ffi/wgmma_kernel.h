@@ -25,6 +25,12 @@ constexpr int kForceWgmmaCpAsync = -2002;
 // block a tile, as before stream-K): a test compares the two's sums, a probe
 // their times. Elsewhere the plan as with 0.
 constexpr int kForceWgmmaNoStreamK = -2003;
+// split_k_override that runs a 256-row plan stream-K whatever its tile count
+// (also at or under one block an SM, every tile cut) in place of any k-split
+// or on-chip split the planner would take: a probe times it against the plan
+// where the planner does not take it (4096 x 4096 at M = 256: 32 tiles), a test
+// checks its sums. Elsewhere (fewer than 129 rows) the plan as with 0.
+constexpr int kForceWgmmaStreamK = -2004;
 // The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1, the
 // default: the producer warpgroup at 256 rows; 0: none).
 int WgmmaProducerBuild();
@@ -59,11 +65,13 @@ struct WgmmaGridInfo {
 };
 // Overrides for tests and probes: on_chip_split = false, kForceWgmmaReduce's plan
 // (cluster_k = 0); force_cp_async, kForceWgmmaCpAsync's (producer = 0, hence no
-// stream-K); stream_k = false, kForceWgmmaNoStreamK's.
+// stream-K); stream_k = false, kForceWgmmaNoStreamK's; force_stream_k,
+// kForceWgmmaStreamK's.
 struct WgmmaOverrides {
   bool on_chip_split = true;
   bool force_cp_async = false;
   bool stream_k = true;
+  bool force_stream_k = false;
 };
 WgmmaOverrides WgmmaOverridesFor(int split_k_override);
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,

@@ -287,8 +287,10 @@ constexpr int kWgStreamKFixupStages = 5;
 constexpr int kWgStreamKMaxPercent = 97;
 
 // The persistent blocks of `plan` under stream-K, or 0 where it keeps its grid.
+// `forced` (kForceWgmmaStreamK): wherever the kernel can run it, whatever it
+// would save.
 inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs& args,
-                                 const DeviceLimits& device) {
+                                 const DeviceLimits& device, bool forced = false) {
   if (!JAX_MARLIN_WGMMA_STREAM_K || !plan.producer || plan.splits != 1 || plan.cluster_k)
     return 0;
   // (The partials move as float4: a slot's base must be 16-byte aligned; ops.py
@@ -301,7 +303,8 @@ inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs
   const int64_t tiles = plan.n_blocks * plan.m_blocks;
   const int64_t stages = plan.stages_per_split;
   // (32-bit schedule arithmetic: longer x (run + 1) stays under tiles x stages + P.)
-  if (tiles <= blocks || tiles * stages > INT32_MAX / 2) return 0;
+  if ((tiles <= blocks && !forced) || tiles * stages > INT32_MAX / 2) return 0;
+  if (forced) return blocks;
   const StreamKSchedule s =
       make_stream_k(static_cast<int>(tiles), static_cast<int>(stages), blocks);
   const int64_t grid = ceil_div(tiles, int64_t{blocks}) * stages;

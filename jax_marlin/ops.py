@@ -292,7 +292,8 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for tests), keeps the
     grid and adds a 2-way split with the reduce kernel where the plan adds it on chip;
     -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring; -2003
-    (kForceWgmmaNoStreamK) keeps the producer on one block a tile.
+    (kForceWgmmaNoStreamK) keeps the producer on one block a tile; -2004
+    (kForceWgmmaStreamK) runs a 256-row plan stream-K whatever its tile count.
     """
     return _plan_query("wgmma_plan", M, w, dtype, split_k)
 

@@ -704,6 +704,7 @@ def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
 
 
 FORCE_WGMMA_NO_STREAM_K = -2003  # ffi/wgmma_kernel.h kForceWgmmaNoStreamK
+FORCE_WGMMA_STREAM_K = -2004  # ffi/wgmma_kernel.h kForceWgmmaStreamK
 
 # Grids the H200 runs stream-K (tests/test_wgmma_plan.py models the choice). N = 16936: 265
 # 64-column tiles, so the last tile pair holds one (its second warpgroup's outputs are
@@ -716,6 +717,40 @@ FORCE_WGMMA_NO_STREAM_K = -2003  # ffi/wgmma_kernel.h kForceWgmmaNoStreamK
 STREAM_K_SHAPES = [(256, 16936, 2048, 128, "packed", True), (300, 16936, 2048, 128, "none", True),
                    (520, 16936, 2048, 128, "packed", True),
                    (200, 28672, 2080, 32, "packed", True), (256, 28672, 4096, 64, "float", False)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K, block, with_bias", [
+    (256, 4096, 4096, 128, True),  # 32 tiles of 64 stages, each cut 4-5 ways
+    (200, 2050, 1056, 32, False),  # 17 tile pairs (the last one tile) of 17 stages, run 2-3:
+                                   # up to 9 holders a tile; groups of 32, N % 8 = 2
+])
+def test_wgmma_stream_k_forced_under_one_wave(rng, M, N, K, block, with_bias, dtype):
+    """kForceWgmmaStreamK: a 256-row plan run stream-K with no more tiles than blocks (no
+    whole wave; every tile cut among several blocks, its owner adding all their partials),
+    which the planner does not take by itself (the probe times it against the cluster
+    plan): right against the oracle, and bitwise the same run to run with another product
+    between."""
+    _producer_build()
+    act = HALF[dtype]
+    case = make_case(rng, N=N, K=K, block_size=block, zp="packed", scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act, FORCE_WGMMA_STREAM_K)
+    assert plan["producer"] and plan["splits"] == 1 and not plan["cluster_k"], plan
+    assert 0 < plan["n_blocks"] * plan["m_blocks"] <= plan["stream_k_blocks"], plan
+    a, other = activations(rng, (M, K), act), activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if with_bias else None
+
+    def run(a):
+        return np.asarray(jax.jit(lambda a, w, b: ops._bind(
+            a, w, b, impl="fused", split_k=FORCE_WGMMA_STREAM_K))(
+                jnp.asarray(a), w, None if b is None else to_jnp(b)))
+
+    streamed, between, again = run(a), run(other), run(a)
+    assert_close(streamed, oracle64(a, case, b), act)
+    assert_close(between, oracle64(other, case, b), act)
+    np.testing.assert_array_equal(again.view(np.uint16), streamed.view(np.uint16),
+                                  err_msg="forced stream-K, run twice with another between")
 
 
 def _stream_k_whole_tiles(tiles, stages, blocks):

@@ -232,6 +232,12 @@ def wgmma_stream_k(rng):
             "stream_k_blocks")
         if "H200" in jax.devices()[0].device_kind:  # both plan stream-K there
             assert checked == 2, checked
+        # Forced under one wave (kForceWgmmaStreamK): 17 tile pairs, every tile cut up to
+        # 9 ways, N % 8 = 2.
+        case = (200, 2050, 1056, 32, jnp.float16)
+        w, a, bias, ref = _operands(rng, *case)
+        _check(case, a, w, bias, ref, "fused", -2004)
+        checked += 1
     print(f"sanitize sweep: {checked} wgmma stream-K calls checked", flush=True)
 
 
