@@ -1272,6 +1272,12 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
   plan.stream_k_blocks =
       overrides.stream_k ? wgmma_stream_k_blocks(plan, args, device, overrides.force_stream_k)
                          : 0;
+  // A forced stream-K the launch cannot run (no producer at run time, no
+  // stream-K workspace): the plan as with 0, not the unsplit grid.
+  if (overrides.force_stream_k && plan.stream_k_blocks == 0) {
+    overrides.force_stream_k = false;
+    return launched_plan(args, device, overrides);
+  }
 #else
   plan.producer = 0;
   plan.stream_k_blocks = 0;

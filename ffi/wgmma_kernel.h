@@ -29,7 +29,8 @@ constexpr int kForceWgmmaNoStreamK = -2003;
 // (also at or under one block an SM, every tile cut) in place of any k-split
 // or on-chip split the planner would take: a probe times it against the plan
 // where the planner does not take it (4096 x 4096 at M = 256: 32 tiles), a test
-// checks its sums. Elsewhere (fewer than 129 rows) the plan as with 0.
+// checks its sums. Elsewhere (fewer than 129 rows; no producer or no stream-K
+// workspace at run time) the plan as with 0.
 constexpr int kForceWgmmaStreamK = -2004;
 // The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1, the
 // default: the producer warpgroup at 256 rows; 0: none).

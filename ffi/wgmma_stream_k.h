@@ -53,7 +53,9 @@ struct StreamKSchedule {
 // data-parallel, the rest stream-K; but where the rest is under half a wave
 // (runs under S / 2 stages), the last whole wave joins it, so that no tile is
 // cut among more than three blocks (the owner reads at most two partials:
-// with 1 tile left over on 132 blocks, its owner would add 131).
+// with 1 tile left over on 132 blocks, its owner would add 131). With T < P
+// (only under kForceWgmmaStreamK, wgmma_kernel.h) there is no whole wave and
+// a tile has about P / T holders; nothing here depends on the three.
 JM_SK_HD inline StreamKSchedule make_stream_k(int tiles, int stages, int blocks) {
   StreamKSchedule s;
   s.tiles = tiles;
