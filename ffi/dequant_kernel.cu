@@ -52,20 +52,6 @@ constexpr int kDqThreads = 32 * kDqUnits;
 constexpr int kDqRowWords = 36;             // a tile row: 64 k (32 words) + 16 B of padding
 constexpr int kDqChunksPerThread = 64 * 8 / kDqThreads;  // 16-byte chunks of output
 
-// Two floats rounded to the dtype (each to nearest on its own), low half first.
-template <typename T>
-__device__ __forceinline__ uint32_t pair_bits(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pair_bits<__half>(float lo, float hi) {
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-template <>
-__device__ __forceinline__ uint32_t pair_bits<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 // The float-zero-point form of dequant_word: columns (j, h) of word q, pairs
 // (k, k + 1) for khi = 0, 1, from nibble 4 klo + 2 h + khi, in fp32.
 template <typename T>

@@ -688,14 +688,19 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-// lo and hi rounded to T (as from_float), packed into one word, lo in the low half.
+// Two floats rounded to T (each to nearest on its own, as from_float), low
+// half first.
 template <typename T>
-__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  const T l = from_float<T>(lo), h = from_float<T>(hi);
-  uint16_t lo_bits, hi_bits;
-  memcpy(&lo_bits, &l, 2);
-  memcpy(&hi_bits, &h, 2);
-  return static_cast<uint32_t>(lo_bits) | (static_cast<uint32_t>(hi_bits) << 16);
+__device__ __forceinline__ uint32_t pair_bits(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pair_bits<__half>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pair_bits<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // The two elements of a 32-bit word of T (low half first), added in fp32.

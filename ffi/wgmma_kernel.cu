@@ -380,9 +380,10 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
   const int wg = tid >> 7, wg_warp = (tid >> 5) & 3;
   const bool tile_in = tile < p.n_tiles;
   // The thread's two columns' bias (h = 0, 1: + 8 h), added in fp32 as
-  // store_with_bias does; without one, -0 (x + -0 is x, bit for bit, -0
-  // included; + 0 would turn -0 into +0). Added either way: a select between
-  // the sums and the plain values kept both sets of 128 live, and spilled.
+  // store_with_bias does; without one, -0 (x + -0 is x bit for bit, -0
+  // included, where + 0 would turn -0 into +0), so that every value takes the
+  // same one addition and no select (on wip/stream-k a select between the
+  // sums and the plain values kept both sets live and spilled).
   const T* bias = static_cast<const T*>(p.bias);
   const int64_t n_lane = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + (lane >> 2);
   float column_bias[2] = {-0.f, -0.f};
@@ -413,7 +414,7 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) {
         const float lo = d[i0 + 2 * jj], hi = d[i0 + 2 * jj + 1];
-        r[jj] = pack_pair<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1]);
+        r[jj] = pair_bits<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1]);
       }
       stmatrix_x4_trans(lane_row + b * 16 * kStagedRowBytes, r);
     }

@@ -11,6 +11,8 @@
 #   PROBE_ARGS=small ...: the small decoders' shapes (tools/latency_probe.cu)
 #   PROBE_NAMES="main r128": run only these (all are built); PROBE_BUILD=0: reuse the probes an
 #   earlier run in the same device call built (another PROBE_ARGS, no second build)
+#   PROBE_SOURCE=variant: each variant's own tools/latency_probe.cu (where a branch's probe
+#   sets up what its kernels need, e.g. wip/stream-k's workspace area)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"
@@ -25,8 +27,9 @@ for n in $builds; do
      nvcc "${flags[@]}" "${extra[@]}" -DJAX_MARLIN_WGMMA=1 -I ".variants/$n/ffi" \
        -c ".variants/$n/ffi/$f.cu" -o "$obj/$f.o" &
    done
-   nvcc "${flags[@]}" "${extra[@]}" -I ".variants/$n/ffi" -c "$repo/tools/latency_probe.cu" \
-     -o "$obj/probe.o"
+   probe_src="$repo/tools/latency_probe.cu"
+   [ "${PROBE_SOURCE:-}" = variant ] && probe_src=".variants/$n/tools/latency_probe.cu"
+   nvcc "${flags[@]}" "${extra[@]}" -I ".variants/$n/ffi" -c "$probe_src" -o "$obj/probe.o"
    wait
    nvcc -gencode arch=compute_90a,code=sm_90a "$obj"/*.o -o "$obj/latency_probe" \
      && echo "built probe $n" || echo "PROBE BUILD FAILED $n") &
