@@ -369,13 +369,18 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 constexpr int kStagedRowBytes = 144;
 // `staging` holds both warpgroups' tiles, kPassRows rows at a time (the grid:
 // the whole ring, one pass; stream-K: the segment's last slot, which the
-// producer may not refill yet, two passes of 128 rows). The loads, the
-// stores and the edge checks are predicated, with no branch on the thread:
-// under stream-K this runs inside the segment loop (see end_stream_k_segment).
-template <typename T, int kRows, int kPassRows = kRows>
+// producer may not refill yet, two passes of 128 rows). kPredicated (stream-K:
+// this runs inside the segment loop, see end_stream_k_segment): the loads, the
+// stores and the edge checks are predicated, with no branch on the thread.
+// Else they branch: the grid's epilogue runs once, after the mainloop, and
+// predicated there it cost the cp.async mainloop 24 instructions a stage
+// (ISETPs ptxas no longer kept in predicate registers) and the 128-row
+// cluster plan 6-9% (256 x 4096 x 4096, session 26 call S).
+template <typename T, int kRows, int kPassRows = kRows, bool kPredicated = false>
 __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float (&d)[kRows / 2],
                                               uint32_t staging, int tile, int64_t m0) {
   static_assert(kRows % kPassRows == 0 && kPassRows % 16 == 0, "passes of whole x4 groups");
+  static_assert(kPredicated || kPassRows == kRows, "a branching epilogue returns after one pass");
   const int tid = threadIdx.x, lane = tid & 31;
   const int wg = tid >> 7, wg_warp = (tid >> 5) & 3;
   const bool tile_in = tile < p.n_tiles;
@@ -390,7 +395,11 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
   if (bias != nullptr) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      column_bias[h] = to_float<T>(ldg_16_if(bias + n_lane + 8 * h, tile_in && n_lane + 8 * h < p.N));
+      if constexpr (kPredicated)
+        column_bias[h] =
+            to_float<T>(ldg_16_if(bias + n_lane + 8 * h, tile_in && n_lane + 8 * h < p.N));
+      else if (tile_in && n_lane + 8 * h < p.N)
+        column_bias[h] = to_float<T>(bias[n_lane + 8 * h]);
   }
   T* out = static_cast<T*>(p.out);
   const bool whole_chunks = (p.N & 7) == 0;
@@ -424,6 +433,9 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
     else
       asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    if constexpr (!kPredicated) {
+      if (!tile_in) return;
+    }
     // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of
     // the tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers
     // are); else each chunk's values go one by one (a loop of its own, not
@@ -435,7 +447,11 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
         const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
         const int64_t m = m0 + pass * kPassRows + (id >> 3);
         const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
-        stg_128_if(out + m * p.N + n, v, tile_in && m < p.M && n < p.N);
+        const bool inside = tile_in && m < p.M && n < p.N;
+        if constexpr (kPredicated)
+          stg_128_if(out + m * p.N + n, v, inside);
+        else if (inside)
+          *reinterpret_cast<uint4*>(out + m * p.N + n) = v;
       }
     } else {
 #pragma unroll 1
@@ -450,7 +466,11 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
           const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
           T value;
           memcpy(&value, &bits, 2);
-          stg_16_if(out + m * p.N + n + e, value, tile_in && m < p.M && n + e < p.N);
+          const bool inside = tile_in && m < p.M && n + e < p.N;
+          if constexpr (kPredicated)
+            stg_16_if(out + m * p.N + n + e, value, inside);
+          else if (inside)
+            out[m * p.N + n + e] = value;
         }
       }
     }
@@ -811,7 +831,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     // held) in two passes of 128 rows, its stores predicated (see above).
     static_assert(!kProducer || kWgTiles * kStreamKPassRows * kStagedRowBytes <= Cfg::kStageBytes,
                   "a pass of both warpgroups' rows fits a slot");
-    store_outputs<T, kRows, kStreamKPassRows>(p, d, staging, tile, row0);
+    store_outputs<T, kRows, kStreamKPassRows, true>(p, d, staging, tile, row0);
   };
 
   if constexpr (kProducer) {
