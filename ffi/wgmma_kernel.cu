@@ -433,25 +433,41 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
     else
       asm volatile("bar.sync 2, 128;\n" ::: "memory");
-    if constexpr (!kPredicated) {
-      if (!tile_in) return;
-    }
     // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of
     // the tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers
-    // are); else each chunk's values go one by one (a loop of its own, not
-    // unrolled: inside the unrolled one its 8 stores a chunk spilled).
-    if (whole_chunks) {
+    // are); else each chunk's values go one by one.
+    if constexpr (!kPredicated) {
+      if (!tile_in) return;
+#pragma unroll 4
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const int64_t m = m0 + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        if (m >= p.M || n >= p.N) continue;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        T* dst = out + m * p.N + n;
+        if (whole_chunks) {
+          *reinterpret_cast<uint4*>(dst) = v;
+        } else {
+          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            if (n + e >= p.N) break;
+            const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
+            memcpy(dst + e, &bits, 2);
+          }
+        }
+      }
+    } else if (whole_chunks) {
+      // Predicated, the two cases in loops of their own (inside the unrolled
+      // one, the 8 stores a chunk spilled).
 #pragma unroll 4
       for (int it = 0; it < kPassRows * 8 / 128; ++it) {
         const int id = it * 128 + wt;
         const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
         const int64_t m = m0 + pass * kPassRows + (id >> 3);
         const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
-        const bool inside = tile_in && m < p.M && n < p.N;
-        if constexpr (kPredicated)
-          stg_128_if(out + m * p.N + n, v, inside);
-        else if (inside)
-          *reinterpret_cast<uint4*>(out + m * p.N + n) = v;
+        stg_128_if(out + m * p.N + n, v, tile_in && m < p.M && n < p.N);
       }
     } else {
 #pragma unroll 1
@@ -466,11 +482,7 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
           const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
           T value;
           memcpy(&value, &bits, 2);
-          const bool inside = tile_in && m < p.M && n + e < p.N;
-          if constexpr (kPredicated)
-            stg_16_if(out + m * p.N + n + e, value, inside);
-          else if (inside)
-            out[m * p.N + n + e] = value;
+          stg_16_if(out + m * p.N + n + e, value, tile_in && m < p.M && n + e < p.N);
         }
       }
     }
