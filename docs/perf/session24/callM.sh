@@ -9,7 +9,8 @@
 #   4. if time is left, the bench at M = 256 and 512 on the two large shapes, fp16.
 # run(command="bash docs/perf/session24/callM.sh", carry=[".ffi"]) is what call M ran;
 # SANITIZERS="racecheck memcheck synccheck" and PROBE_FILL=values (the probe's operands)
-# change those steps (after call M).
+# change those steps (after call M); PROBE_SHAPES, BENCH_SHAPES, BENCH_MS the probe's shapes and
+# the bench's (session 26).
 set -u
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -45,8 +46,8 @@ else
   echo "stream-K tests did not pass: no full run"; tail -40 $OUT/pytest.log
 fi
 wait $pb; cat /tmp/probe_build.log
-shapes="256x8192x28672 200x8192x28672 512x8192x28672 300x8192x28672 768x8192x28672
-  256x4096x28672 256x4096x17000 1024x8192x28672"
+shapes=${PROBE_SHAPES:-"256x8192x28672 200x8192x28672 512x8192x28672 300x8192x28672
+  768x8192x28672 256x4096x28672 256x4096x17000 1024x8192x28672"}
 for r in 1 2; do
   [ $(el) -gt 470 ] && { echo "probe round $r skipped at $(el) s"; continue; }
   echo "== probe round $r at $(el) s" | tee -a $OUT/probe.log
@@ -54,8 +55,8 @@ for r in 1 2; do
   timeout 90 /tmp/probe ${PROBE_FILL-} splits=-2003 $shapes 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k|buffers" | tee -a $OUT/probe.log
 done
 if [ $(el) -lt 470 ]; then
-  (cd /tmp && timeout $((580 - $(el))) python3 -m jax_marlin.bench --shapes 8192x28672,28672x8192 \
-     --ms 256,512 --dtypes float16 --impls dense,jax_marlin --no-forced --no-repack --no-layer-stack \
+  (cd /tmp && timeout $((580 - $(el))) python3 -m jax_marlin.bench --shapes ${BENCH_SHAPES:-8192x28672,28672x8192} \
+     --ms ${BENCH_MS:-256,512} --dtypes float16 --impls dense,jax_marlin --no-forced --no-repack --no-layer-stack \
      --budget-s 60 --csv $OUT/bench.csv 2>&1 | tail -12) | tee $OUT/bench.log
 fi
 echo "total $(el) s"
