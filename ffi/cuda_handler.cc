@@ -28,6 +28,14 @@ ffi::Error CudaError(const char* what, cudaError_t error) {
 }
 
 // The launch arguments a weight shape, M and the dtype determine (no buffers).
+// The split-K floats first, the last stream_k_floats for stream-K (none: 0).
+void SplitWorkspace(float* base, int64_t floats, int64_t stream_k_floats, MarlinGemmArgs* args) {
+  args->workspace = base;
+  args->workspace_elems = floats - stream_k_floats;
+  args->stream_k_workspace = stream_k_floats > 0 ? base + args->workspace_elems : nullptr;
+  args->stream_k_workspace_elems = stream_k_floats;
+}
+
 MarlinGemmArgs ShapeArgs(const WeightShape& shape, int64_t M, bool bfloat16) {
   MarlinGemmArgs args{};
   args.M = M;
@@ -85,7 +93,7 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
                            ffi::AnyBuffer bias, ffi::Result<ffi::AnyBuffer> out,
                            ffi::Result<ffi::Buffer<ffi::F32>> workspace, int64_t K, int64_t N,
                            int64_t bits, int64_t block_size, int64_t zero_point_kind,
-                           int64_t split_k) {
+                           int64_t split_k, int64_t stream_k_floats) {
   const WeightShape shape{K, N, bits, block_size, zero_point_kind};
   int64_t M = 0;
   if (auto error = CheckBuffers(shape, a, codes, scales, zero_points, bias,
@@ -123,8 +131,14 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   args.zero_points = zero_point_kind ? zero_points.untyped_data() : nullptr;
   args.bias = bias.element_count() ? bias.untyped_data() : nullptr;
   args.out = out->untyped_data();
-  args.workspace = workspace->typed_data();
-  args.workspace_elems = static_cast<int64_t>(workspace->element_count());
+  // The workspace: the split-K floats, then stream_k_floats for stream-K
+  // (ops.py sizes both).
+  const int64_t workspace_floats = static_cast<int64_t>(workspace->element_count());
+  if (stream_k_floats < 0 || stream_k_floats >= workspace_floats) {
+    return ffi::Error::InvalidArgument(
+        "jax_marlin: stream_k_floats must be in [0, the workspace's floats)");
+  }
+  SplitWorkspace(workspace->typed_data(), workspace_floats, stream_k_floats, &args);
   if (cudaError_t error = LaunchMarlinGemm(args, device, static_cast<int>(split_k), stream);
       error != cudaSuccess) {
     if (error == cudaErrorInvalidConfiguration) {
@@ -195,20 +209,25 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DequantizeCudaHandler, DequantizeCuda,
 template <typename Plan>
 static cudaError_t WithPlanningArgs(int64_t M, int64_t K, int64_t N, int64_t block_size,
                                     int64_t zero_point_kind, bool bfloat16,
-                                    int64_t workspace_floats, Plan plan) {
+                                    int64_t workspace_floats, int64_t stream_k_floats,
+                                    Plan plan) {
   DeviceLimits device;
   if (cudaError_t error = GetDeviceLimits(&device); error != cudaSuccess) return error;
   MarlinGemmArgs args = ShapeArgs(WeightShape{K, N, 4, block_size, zero_point_kind}, M, bfloat16);
-  args.workspace = workspace_floats > 0 ? reinterpret_cast<float*>(alignof(float)) : nullptr;
-  args.workspace_elems = workspace_floats;
+  if (stream_k_floats < 0 || stream_k_floats >= std::max<int64_t>(workspace_floats, 1))
+    return cudaErrorInvalidValue;
+  // (A base aligned as XLA's buffers are: the planners read the stream-K part's alignment.)
+  SplitWorkspace(workspace_floats > 0 ? reinterpret_cast<float*>(256) : nullptr,
+                 workspace_floats, stream_k_floats, &args);
   plan(args, device);
   return cudaSuccess;
 }
 
 cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
                        int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t stream_k_floats,
                        int64_t split_k, const char** kernel) {
-  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats, stream_k_floats,
                           [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
                             *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
                           });
@@ -216,9 +235,10 @@ cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
 
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t stream_k_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {
   return WithPlanningArgs(
-      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats, stream_k_floats,
       [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
         *streams = PlanStreamGemm(args, device, static_cast<int>(split_k), info);
       });
@@ -226,21 +246,22 @@ cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
 
 cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
+                       int64_t stream_k_floats,
                           int64_t split_k, bool* wgmma, WgmmaGridInfo* info) {
   *wgmma = false;
 #ifdef JAX_MARLIN_WGMMA  // a build without sm_90a code never runs the kernel
   return WithPlanningArgs(
-      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+      M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats, stream_k_floats,
       [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
         // Only where LaunchMarlinGemm would choose it: the streaming kernel and
         // a test's split_k override come first (PlannedKernel holds the order).
         if (std::string_view(PlannedKernel(args, device, static_cast<int>(split_k))) == "wgmma")
-          *wgmma = PlanWgmmaGemm(args, device, info, split_k != kForceWgmmaReduce,
-                                 split_k == kForceWgmmaCpAsync);
+          *wgmma = PlanWgmmaGemm(args, device, info,
+                                 WgmmaOverridesFor(static_cast<int>(split_k)));
       });
 #else
   (void)M, (void)K, (void)N, (void)block_size, (void)zero_point_kind, (void)bfloat16;
-  (void)workspace_floats, (void)split_k, (void)info;
+  (void)workspace_floats, (void)stream_k_floats, (void)split_k, (void)info;
   return cudaSuccess;
 #endif
 }
@@ -260,7 +281,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(MatMulNBitsCudaHandler, MatMulNBitsCuda,
                                   .Attr<int64_t>("bits")
                                   .Attr<int64_t>("block_size")
                                   .Attr<int64_t>("zero_point_kind")
-                                  .Attr<int64_t>("split_k"),
+                                  .Attr<int64_t>("split_k")
+                                  .Attr<int64_t>("stream_k_floats"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_marlin

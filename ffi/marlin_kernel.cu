@@ -649,8 +649,7 @@ cudaError_t LaunchMarlinGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
     return err;
 #ifdef JAX_MARLIN_WGMMA
   if (wgmma_takes(args, device, split_k_override))
-    return LaunchWgmmaGemm(args, device, stream, split_k_override != kForceWgmmaReduce,
-                           split_k_override == kForceWgmmaCpAsync);
+    return LaunchWgmmaGemm(args, device, stream, WgmmaOverridesFor(split_k_override));
 #endif
 
   return with_activation_type(args.dtype, [&](auto act) {

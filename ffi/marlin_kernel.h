@@ -45,6 +45,10 @@ struct MarlinGemmArgs {
   void* out;                   // [M, N] row-major, activation dtype
   float* workspace;            // fp32 split-K partial sums, workspace_elems floats
   int64_t workspace_elems;     // the kernel never uses more; splits <= elems / (M * n_pad)
+  // The wgmma kernel's stream-K flags and partials (wgmma_stream_k.h), apart from the
+  // split-K floats so that no split-K plan depends on them; nullptr: no stream-K.
+  float* stream_k_workspace;
+  int64_t stream_k_workspace_elems;
   int64_t M;
   int64_t N;                   // logical output features, N <= n_pad
   int64_t K;                   // logical input features (row stride of a), K <= k_pad

@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "marlin_device.cuh"
 #include "wgmma_device.cuh"
@@ -66,6 +67,9 @@ struct WgmmaParams : GemmOperands {
   int num_splits;
   int cluster_k;  // 1: blockIdx.z = 0, 1 are a cluster adding on chip (num_splits = 2)
   int tail_box_rows;  // the producer's last row block: its tail map's box rows (0: none)
+  int m_blocks;       // row blocks (gridDim.y, or stream-K's tiles t = x m_blocks + y)
+  StreamKSchedule sk;  // sk.blocks > 0: the producer's tiles stream-K (wgmma_stream_k.h)
+  float* sk_workspace;  // its flags and partials (kStreamKWorkspaceFloats)
 };
 
 // ---------------------------------------------------------------------------
@@ -136,6 +140,69 @@ static_assert(!JAX_MARLIN_WGMMA_PRODUCER || kWgLaunchRegs == 65536 / kWgBlockThr
 #endif
 constexpr int kWgReleaseArrivals = JAX_MARLIN_WGMMA_RELEASE ? kWgThreads / 128 : kWgThreads;
 
+// A 16-bit load or store made only where `inside`, as one predicated
+// instruction (no branch: stream-K's epilogue runs inside the segment loop).
+template <typename T>
+__device__ __forceinline__ T ldg_16_if(const T* src, bool inside) {
+  static_assert(sizeof(T) == 2, "16-bit values");
+  uint16_t bits = 0;
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q ld.global.nc.u16 %0, [%1];\n}\n"
+               : "+h"(bits)
+               : "l"(src), "r"(static_cast<int>(inside)));
+  T v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ void stg_16_if(T* dst, T v, bool inside) {
+  static_assert(sizeof(T) == 2, "16-bit values");
+  uint16_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u16 [%0], %1;\n}\n" ::"l"(dst),
+               "h"(bits), "r"(static_cast<int>(inside))
+               : "memory");
+}
+
+__device__ __forceinline__ void stg_128_if(void* dst, uint4 v, bool inside) {
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %5, 0;\n@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n}\n"
+               ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(static_cast<int>(inside))
+               : "memory");
+}
+
+// A block's work, segment by segment, which the producer and the consumers
+// walk alike: its grid cell (blockIdx: tile pair x, row block y, the k-split's
+// stages), once; or with stream-K its list (wgmma_stream_k.h), tile t being
+// tile pair t / m_blocks, row block t % m_blocks.
+struct BlockSegment {
+  int x, y;               // tile pair, row block
+  int s_first, n_stages;  // its stages
+  StreamKSegment sk;      // stream-K only: how it ends (store, publish, or add then store)
+};
+
+// The walk's start: the grid cell's one pass is iteration 0 of [0, 1).
+__device__ __forceinline__ StreamKWalk first_walk(const WgmmaParams& p) {
+  return p.sk.blocks ? stream_k_walk(p.sk, blockIdx.x) : StreamKWalk{0, 0, 1};
+}
+
+__device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, StreamKWalk& walk,
+                                                   BlockSegment* seg) {
+  if (p.sk.blocks == 0) {
+    if (walk.i == walk.end) return false;
+    ++walk.i;
+    seg->x = blockIdx.x;
+    seg->y = blockIdx.y;
+    seg->s_first = blockIdx.z * p.stages_per_split;
+    seg->n_stages = min(p.stages - seg->s_first, p.stages_per_split);
+    return true;
+  }
+  if (!stream_k_next(p.sk, blockIdx.x, walk, &seg->sk)) return false;
+  seg->x = seg->sk.tile / p.m_blocks;
+  seg->y = seg->sk.tile - seg->x * p.m_blocks;
+  seg->s_first = seg->sk.stage_begin;
+  seg->n_stages = seg->sk.stage_end - seg->sk.stage_begin;
+  return true;
+}
+
 // The producer warpgroup (threads 256..383 of a 256-row block).
 // Warp 8 fills slot after slot as the consumers free them; warps 9-11 only
 // take part in the block and cluster barriers (setmaxnreg needs the whole
@@ -177,27 +244,32 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
   if (p.cluster_k) asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
   asm volatile("barrier.sync 0;\n" ::: "memory");
   if (warp == kWgThreads / 32) {
-    // The map lives in parameter space (__grid_constant__): fetch its
-    // descriptor into the TMA unit's cache before the first copy needs it.
-    uint32_t act_bytes = Cfg::kActBytes;
-    if (p.tail_box_rows > 0 && blockIdx.y + 1 == gridDim.y) {
-      act_map = tail_map;
-      act_bytes = p.tail_box_rows * 128;
-    }
+    // The maps live in parameter space (__grid_constant__): fetch their
+    // descriptors into the TMA unit's cache before the first copy needs them.
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(act_map))
                  : "memory");
+    if (p.tail_box_rows > 0)
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tail_map))
+                   : "memory");
     constexpr int kGroups = kTwoGroups ? 2 : 1;
     constexpr uint32_t kZpBytes = kZP == ZeroPointKind::kPacked4 ? 32
                                   : kZP == ZeroPointKind::kOffset ? 128 : 0;
-    const int tile0 = blockIdx.x * kWgTiles;
-    const int m0 = static_cast<int>(blockIdx.y) * kRows;  // <= 1024
-    const int s_first = blockIdx.z * p.stages_per_split;
-    const int n_stages = min(p.stages - s_first, p.stages_per_split);
-    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
     const int log_group = __ffs(p.group_size) - 1;
     const T* scales = static_cast<const T*>(p.scales);
     int slot = 0;
     uint32_t phase = 0;
+    // The block's segments, as the consumers walk them (the slot and phase
+    // carry on from one to the next).
+    StreamKWalk walk = first_walk(p);
+    BlockSegment seg;
+    while (next_block_segment(p, walk, &seg)) {
+    const bool tail = p.tail_box_rows > 0 && seg.y + 1 == p.m_blocks;
+    const CUtensorMap* map = tail ? tail_map : act_map;
+    const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
+    const int tile0 = seg.x * kWgTiles;
+    const int m0 = seg.y * kRows;  // <= 1024
+    const int s_first = seg.s_first, n_stages = seg.n_stages;
+    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
     for (int j = 0; j < n_stages; ++j) {
       // Wait until the consumers freed the slot. try_wait.parity(P) returns
       // once the phase of parity P has completed; a fresh barrier is in phase
@@ -224,13 +296,16 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
             for (uint32_t b = 0; b < 128 + kZpBytes; b += 16)
               sts_zero_128(base + Cfg::kActBytes + kWgCodesBytes +
                            (jj * kWgTiles + tt) * kWgGroupWordBytes + b);
+        // Under stream-K the slot is filled again later, by a bulk copy (the
+        // async proxy) after these generic stores: the proxy fence orders them.
+        if (groups_in < kGroups) fence_proxy_async_shared();
         // The expected bytes, then the copies: the phase completes when this
         // one arrival and every byte have landed (complete_tx), which also
         // makes the bytes (and the zeros above, released by this arrive)
         // visible to the threads whose wait sees it.
         mbarrier_arrive_expect_tx(
             full, act_bytes + tiles * (unit_bytes + groups_in * (128 + kZpBytes)));
-        tma_load_2d(base, act_map, s * kWgStageK, m0, full);
+        tma_load_2d(base, map, s * kWgStageK, m0, full);
         // Not unrolled: each tile's addresses are then computed in the loop
         // from the parameters (constant bank), not hoisted out of the stage
         // loop as per-tile invariants that the producer's 32-40 registers
@@ -266,6 +341,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
         phase ^= 1;
       }
     }
+    }
   }
   // No copy is waited for here: the consumers wait for every stage's bytes
   // (full), and the CTA (its shared memory) lives until they exit. Before
@@ -291,12 +367,20 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
 // than 128, so that a tile's eight rows and a warp's 16-byte reads of four rows
 // fall on distinct banks.
 constexpr int kStagedRowBytes = 144;
-template <typename T, int kRows>
+// `staging` holds both warpgroups' tiles, kPassRows rows at a time (the grid:
+// the whole ring, one pass; stream-K: the segment's last slot, which the
+// producer may not refill yet, two passes of 128 rows). kPredicated (stream-K:
+// this runs inside the segment loop, see end_stream_k_segment): the loads, the
+// stores and the edge checks are predicated, with no branch on the thread.
+// Else they branch: the grid's epilogue runs once, after the mainloop, and
+// predicated there it cost the cp.async mainloop 24 instructions a stage
+// (ISETPs ptxas no longer kept in predicate registers) and the 128-row
+// cluster plan 6-9% (256 x 4096 x 4096, session 26 call S).
+template <typename T, int kRows, int kPassRows = kRows, bool kPredicated = false>
 __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float (&d)[kRows / 2],
-                                              uint32_t smem_base, int tile, int64_t m0) {
-  using Cfg = WgmmaConfig<kRows>;
-  static_assert(kWgTiles * kRows * kStagedRowBytes <= Cfg::kStages * Cfg::kStageBytes,
-                "both warpgroups' tiles fit the ring");
+                                              uint32_t staging, int tile, int64_t m0) {
+  static_assert(kRows % kPassRows == 0 && kPassRows % 16 == 0, "passes of whole x4 groups");
+  static_assert(kPredicated || kPassRows == kRows, "a branching epilogue returns after one pass");
   const int tid = threadIdx.x, lane = tid & 31;
   const int wg = tid >> 7, wg_warp = (tid >> 5) & 3;
   const bool tile_in = tile < p.n_tiles;
@@ -308,61 +392,98 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
   const T* bias = static_cast<const T*>(p.bias);
   const int64_t n_lane = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + (lane >> 2);
   float column_bias[2] = {-0.f, -0.f};
-  if (bias != nullptr && tile_in) {
+  if (bias != nullptr) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      if (n_lane + 8 * h < p.N) column_bias[h] = to_float<T>(bias[n_lane + 8 * h]);
+      if constexpr (kPredicated)
+        column_bias[h] =
+            to_float<T>(ldg_16_if(bias + n_lane + 8 * h, tile_in && n_lane + 8 * h < p.N));
+      else if (tile_in && n_lane + 8 * h < p.N)
+        column_bias[h] = to_float<T>(bias[n_lane + 8 * h]);
   }
-  // Both warpgroups are done with the ring (id 3: 0 is the prologue's, 1-2
-  // the warpgroups' own; 256 = the consumers, the producer warps never meet it).
-  asm volatile("bar.sync 3, 256;\n" ::: "memory");
-  const uint32_t region = smem_base + wg * (kRows * kStagedRowBytes);
+  T* out = static_cast<T*>(p.out);
+  const bool whole_chunks = (p.N & 7) == 0;
+  const int wt = tid & 127;
+  const uint32_t region = staging + wg * (kPassRows * kStagedRowBytes);
   // x4 tile j (lane / 8): activation rows + 8 (j >> 1), columns + 8 (j & 1),
   // i.e. d[8 b + 2 j], d[8 b + 2 j + 1] for rows 16 b ..; lane's row t = lane % 8.
   const int j = lane >> 3;
   const uint32_t lane_row = region + ((j >> 1) * 8 + (lane & 7)) * kStagedRowBytes +
                             (16 * wg_warp + 8 * (j & 1)) * 2;
 #pragma unroll
-  for (int b = 0; b < kRows / 16; ++b) {
-    uint32_t r[4];
+  for (int pass = 0; pass < kRows / kPassRows; ++pass) {
+    // Both warpgroups are done with the staging bytes: the wgmmas that read
+    // them, or the last pass's loads (id 3: 0 is the prologue's, 1-2 the
+    // warpgroups' own; 256 = the consumers, the producer warps never meet it).
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const float lo = d[8 * b + 2 * jj], hi = d[8 * b + 2 * jj + 1];
-      r[jj] = pair_bits<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1]);
+    for (int b = 0; b < kPassRows / 16; ++b) {
+      const int i0 = 8 * (pass * kPassRows / 16 + b);
+      uint32_t r[4];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const float lo = d[i0 + 2 * jj], hi = d[i0 + 2 * jj + 1];
+        r[jj] = pair_bits<T>(lo + column_bias[jj & 1], hi + column_bias[jj & 1]);
+      }
+      stmatrix_x4_trans(lane_row + b * 16 * kStagedRowBytes, r);
     }
-    stmatrix_x4_trans(lane_row + b * 16 * kStagedRowBytes, r);
-  }
-  // The warpgroup's tile is in (immediate barrier ids: an id in a register
-  // makes ptxas reserve all 16 hardware barriers).
-  if (wg == 0)
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  else
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
-  if (!tile_in) return;
-  // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of the
-  // tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers are);
-  // else each chunk's values go one by one.
-  T* out = static_cast<T*>(p.out);
-  const bool whole_chunks = (p.N & 7) == 0;
-  const int wt = tid & 127;
+    // The warpgroup's rows are in (immediate barrier ids: an id in a register
+    // makes ptxas reserve all 16 hardware barriers).
+    if (wg == 0)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    // Chunk id = it x 128 + thread: row id / 8, columns 8 (id % 8) .. + 7 of
+    // the tile. Rows start 16-byte aligned when N % 8 == 0 (XLA's buffers
+    // are); else each chunk's values go one by one.
+    if constexpr (!kPredicated) {
+      if (!tile_in) return;
 #pragma unroll 4
-  for (int it = 0; it < kRows * 8 / 128; ++it) {
-    const int id = it * 128 + wt;
-    const int row = id >> 3, c = id & 7;
-    const int64_t m = m0 + row;
-    const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * c;
-    if (m >= p.M || n >= p.N) continue;
-    const uint4 v = lds_128(region + row * kStagedRowBytes + c * 16);
-    T* dst = out + m * p.N + n;
-    if (whole_chunks) {
-      *reinterpret_cast<uint4*>(dst) = v;
-    } else {
-      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const int64_t m = m0 + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        if (m >= p.M || n >= p.N) continue;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        T* dst = out + m * p.N + n;
+        if (whole_chunks) {
+          *reinterpret_cast<uint4*>(dst) = v;
+        } else {
+          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        if (n + e >= p.N) break;
-        const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
-        memcpy(dst + e, &bits, 2);
+          for (int e = 0; e < 8; ++e) {
+            if (n + e >= p.N) break;
+            const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
+            memcpy(dst + e, &bits, 2);
+          }
+        }
+      }
+    } else if (whole_chunks) {
+      // Predicated, the two cases in loops of their own (inside the unrolled
+      // one, the 8 stores a chunk spilled).
+#pragma unroll 4
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        const int64_t m = m0 + pass * kPassRows + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        stg_128_if(out + m * p.N + n, v, tile_in && m < p.M && n < p.N);
+      }
+    } else {
+#pragma unroll 1
+      for (int it = 0; it < kPassRows * 8 / 128; ++it) {
+        const int id = it * 128 + wt;
+        const uint4 v = lds_128(region + (id >> 3) * kStagedRowBytes + (id & 7) * 16);
+        const int64_t m = m0 + pass * kPassRows + (id >> 3);
+        const int64_t n = static_cast<int64_t>(tile) * 64 + 8 * (id & 7);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const uint16_t bits = static_cast<uint16_t>(w[e >> 1] >> (16 * (e & 1)));
+          T value;
+          memcpy(&value, &bits, 2);
+          stg_16_if(out + m * p.N + n + e, value, tile_in && m < p.M && n + e < p.N);
+        }
       }
     }
   }
@@ -660,6 +781,71 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   };
 
 #if JAX_MARLIN_WGMMA_PRODUCER
+  // A stream-K segment's end (wgmma_stream_k.h): a whole tile is stored; a
+  // partial (the tail stages of a tile another block owns) goes to this
+  // block's slot of the workspace, thread t's 128 floats as float4 c at c x
+  // 256 + t (a warp's stores one 512-byte run), and the block's flag says so;
+  // the owner (stage 0 on) adds its peers' partials in block order, the same
+  // additions in the same order every run, then stores.
+  // Ordering: the publishers' stores, the consumers' named barrier (id 3:
+  // 1-2 are the release's, 0 the prologue's; only the 256 consumer threads
+  // meet it), then each thread's release of the flag at GPU scope, cumulative
+  // over every store the barrier ordered before it; each owner thread
+  // acquires the flag itself before it loads. No branch here depends on the
+  // thread: this runs inside the segment loop, and a divergent branch there
+  // (a thread-0 flag store, a thread-0 spin) cost the mainloop its uniform
+  // registers (slot addresses and wgmma descriptors through R2UR, BSSY and
+  // WARPSYNC around every full-barrier wait): 18-40% slower (session 24 call
+  // N). The spin's exit is a warp vote, uniform in the warp.
+  constexpr int kStreamKPassRows = kRows < 128 ? kRows : 128;
+  auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0,
+                                  uint32_t staging) {
+    static_assert(!kProducer || kRows / 2 * kWgThreads == kStreamKPartialFloats,
+                  "a partial slot holds a tile's accumulators");
+    uint32_t* flags = reinterpret_cast<uint32_t*>(p.sk_workspace);
+    float* partials = p.sk_workspace + kStreamKFlagFloats;
+    if (!sk.whole && !sk.owner) {
+      float4* mine = reinterpret_cast<float4*>(
+          partials + static_cast<int64_t>(blockIdx.x) * kStreamKPartialFloats);
+#pragma unroll
+      for (int c = 0; c < kRows / 8; ++c)
+        __stcg(mine + c * kWgThreads + tid,
+               make_float4(d[4 * c], d[4 * c + 1], d[4 * c + 2], d[4 * c + 3]));
+      asm volatile("bar.sync 3, 256;\n" ::: "memory");
+      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flags + blockIdx.x), "r"(1u)
+                   : "memory");
+      return;
+    }
+    if (sk.owner) {
+      for (int peer = sk.first_peer; peer <= sk.last_peer; ++peer) {
+        for (;;) {
+          uint32_t published;
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n"
+                       : "=r"(published)
+                       : "l"(flags + peer)
+                       : "memory");
+          if (__all_sync(0xffffffffu, published != 0)) break;
+          __nanosleep(100);
+        }
+        const float4* theirs = reinterpret_cast<const float4*>(
+            partials + static_cast<int64_t>(peer) * kStreamKPartialFloats);
+#pragma unroll
+        for (int c = 0; c < kRows / 8; ++c) {
+          const float4 v = __ldcg(theirs + c * kWgThreads + tid);
+          d[4 * c] += v.x;
+          d[4 * c + 1] += v.y;
+          d[4 * c + 2] += v.z;
+          d[4 * c + 3] += v.w;
+        }
+      }
+    }
+    // The tile leaves through `staging` (the segment's last slot, still
+    // held) in two passes of 128 rows, its stores predicated (see above).
+    static_assert(!kProducer || kWgTiles * kStreamKPassRows * kStagedRowBytes <= Cfg::kStageBytes,
+                  "a pass of both warpgroups' rows fits a slot");
+    store_outputs<T, kRows, kStreamKPassRows, true>(p, d, staging, tile, row0);
+  };
+
   if constexpr (kProducer) {
   // Consumers: wait for a slot's full barrier, load, dequantize, multiply;
   // after stage s's wgmma wait (stage s - 1's group done), every consumer
@@ -670,6 +856,21 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   int read_slot = 0, release_slot = 0;
   uint32_t read_phase = 0;
   auto next_slot = [](int slot) { return slot + 1 == Cfg::kStages ? 0 : slot + 1; };
+  // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
+  auto release = [&] {
+    if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
+      // Immediate ids (1, 2; barrier 0 is the prologue's): an id in a register
+      // makes ptxas reserve all 16 hardware barriers for the kernel.
+      if (wg == 0)
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      else
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+      if (threadIdx.x % 128 == 0) mbarrier_arrive(bars.empty + 8 * release_slot);
+    } else {
+      mbarrier_arrive(bars.empty + 8 * release_slot);
+    }
+    release_slot = next_slot(release_slot);
+  };
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const uint32_t base = stage_at(read_slot);
     mbarrier_wait(bars.full + 8 * read_slot, read_phase);
@@ -678,33 +879,38 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     if (read_slot == 0) read_phase ^= 1;
     dequantize_stage(w, frag);
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
-    if (s > 0) {
-      // The slot's release (JAX_MARLIN_WGMMA_RELEASE above says why so).
-      if constexpr (JAX_MARLIN_WGMMA_RELEASE != 0) {
-        // Immediate ids (1, 2; barrier 0 is the prologue's): an id in a register
-        // makes ptxas reserve all 16 hardware barriers for the kernel.
-        if (wg == 0)
-          asm volatile("bar.sync 1, 128;\n" ::: "memory");
-        else
-          asm volatile("bar.sync 2, 128;\n" ::: "memory");
-        if (threadIdx.x % 128 == 0) mbarrier_arrive(bars.empty + 8 * release_slot);
-      } else {
-        mbarrier_arrive(bars.empty + 8 * release_slot);
-      }
-      release_slot = next_slot(release_slot);
-    }
+    if (s > 0) release();
   };
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
-  int s = 0;
-  for (; s + 1 < n_stages; s += 2) {
-    compute_stage(s, frag_even);
-    compute_stage(s + 1, frag_odd);
+  // The block's segments, as the producer walks them: the grid cell's one, or
+  // stream-K's list, each ended here (store, publish, or add then store).
+  StreamKWalk walk = first_walk(p);
+  BlockSegment seg;
+  while (next_block_segment(p, walk, &seg)) {
+    if (p.sk.blocks) {
+#pragma unroll
+      for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
+    }
+    int s = 0;
+    for (; s + 1 < seg.n_stages; s += 2) {
+      compute_stage(s, frag_even);
+      compute_stage(s + 1, frag_odd);
+    }
+    if (s < seg.n_stages) compute_stage(s, frag_even);
+    // Every stage's full barrier was waited for by every consumer thread: no
+    // copy of this segment is in flight (the on-chip split's peer may push
+    // into the ring once every consumer says so). Under stream-K the producer
+    // may be filling released slots for the next segment, never a held one.
+    wgmma_wait<0>();
+    if (p.sk.blocks == 0) break;  // the grid cell's epilogue, below
+    // The segment's last slot (release_slot, not yet released) stages a
+    // stored tile; then the producer may fill it for the next segment, its
+    // bulk copies (the async proxy) after these generic accesses: the fence.
+    end_stream_k_segment(seg.sk, seg.x * kWgTiles + wg, seg.y * kRows, stage_at(release_slot));
+    fence_proxy_async_shared();
+    release();
   }
-  if (s < n_stages) compute_stage(s, frag_even);
-  // Every stage's full barrier was waited for by every consumer thread and
-  // the producer issues no more: no copy into this ring is in flight (the
-  // on-chip split's peer may push into it once every consumer says so).
-  wgmma_wait<0>();
+  if (p.sk.blocks) return;
   } else
 #endif
   {
@@ -858,6 +1064,8 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   }
 #endif
   if (p.num_splits == 1) {
+    static_assert(kWgTiles * kRows * kStagedRowBytes <= Cfg::kStages * Cfg::kStageBytes,
+                  "both warpgroups' tiles fit the ring");
     store_outputs<T, kRows>(p, d, smem_base, tile, m0);
   } else if (tile < p.n_tiles) {
     float* partial = p.workspace + static_cast<int64_t>(blockIdx.z) * p.M * p.n_pad;
@@ -937,12 +1145,24 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
       wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups JM_WG_PRODUCER_TARG(kUseProducer)>;
   constexpr int threads = kUseProducer ? kWgBlockThreads : kWgThreads;
   if (cudaError_t err = configure_shared_memory<kernel>(device); err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>(plan.n_blocks), static_cast<unsigned>(plan.m_blocks),
-                  static_cast<unsigned>(plan.splits));
+  // Stream-K: one persistent block an SM walking its list; else one a tile.
+  const dim3 grid = plan.stream_k_blocks > 0
+                        ? dim3(static_cast<unsigned>(plan.stream_k_blocks))
+                        : dim3(static_cast<unsigned>(plan.n_blocks),
+                               static_cast<unsigned>(plan.m_blocks),
+                               static_cast<unsigned>(plan.splits));
 #if JAX_MARLIN_WGMMA_PRODUCER
   CUtensorMap act_map{}, tail_map{};  // the cp.async mainloop never reads them
   WgmmaParams q = p;
   if constexpr (kUseProducer) {
+    if (p.sk.blocks > 0) {
+      // The flags start unpublished: XLA hands the workspace over with
+      // whatever it last held. A memset node under graph capture.
+      if (cudaError_t err = cudaMemsetAsync(p.sk_workspace, 0,
+                                            kStreamKFlagFloats * sizeof(float), stream);
+          err != cudaSuccess)
+        return err;
+    }
     if (cudaError_t err = encode_activations(p, kRows, &act_map); err != cudaSuccess) return err;
     // A ragged last row block through a map of its own rows: with the grid's
     // box it copied mostly zero fill, and its grid ran 20-50% slower (300 x
@@ -1072,17 +1292,28 @@ namespace {
 // cuTensorMapEncodeTiled or a producer kernel's registers are not the budget's
 // (then the cp.async ring, the same bits).
 WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            bool on_chip_split, bool force_cp_async) {
+                            WgmmaOverrides overrides) {
   WgmmaGridInfo plan = plan_wgmma_grid(args, device);
-  if (!on_chip_split) plan.cluster_k = 0;
+  if (overrides.force_stream_k && wgmma_rows(args.M) == kWgProducerRows)
+    plan = plan_wgmma_rows(args, device, kWgProducerRows, 1);  // unsplit: stream-K cuts it
+  if (!overrides.on_chip_split) plan.cluster_k = 0;
 #if JAX_MARLIN_WGMMA_PRODUCER
-  plan.producer = wgmma_plans_producer(plan) && !force_cp_async &&
+  plan.producer = wgmma_plans_producer(plan) && !overrides.force_cp_async &&
                           tensor_map_encoder() != nullptr && producer_registers_ok(device)
                       ? 1
                       : 0;
+  plan.stream_k_blocks =
+      overrides.stream_k ? wgmma_stream_k_blocks(plan, args, device, overrides.force_stream_k)
+                         : 0;
+  // A forced stream-K the launch cannot run (no producer at run time, no
+  // stream-K workspace): the plan as with 0, not the unsplit grid.
+  if (overrides.force_stream_k && plan.stream_k_blocks == 0) {
+    overrides.force_stream_k = false;
+    return launched_plan(args, device, overrides);
+  }
 #else
-  (void)force_cp_async;
   plan.producer = 0;
+  plan.stream_k_blocks = 0;
 #endif
   return plan;
 }
@@ -1090,20 +1321,35 @@ WgmmaGridInfo launched_plan(const MarlinGemmArgs& args, const DeviceLimits& devi
 
 int WgmmaProducerBuild() { return JAX_MARLIN_WGMMA_PRODUCER; }
 
+WgmmaOverrides WgmmaOverridesFor(int split_k_override) {
+  WgmmaOverrides o;
+  o.on_chip_split = split_k_override != kForceWgmmaReduce;
+  o.force_cp_async = split_k_override == kForceWgmmaCpAsync;
+  o.stream_k = split_k_override != kForceWgmmaNoStreamK;
+  o.force_stream_k = split_k_override == kForceWgmmaStreamK;
+  return o;
+}
+
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
-                   bool on_chip_split, bool force_cp_async) {
+                   WgmmaOverrides overrides) {
   if (!WgmmaGemmApplies(args, device)) return false;
-  *info = launched_plan(args, device, on_chip_split, force_cp_async);
+  *info = launched_plan(args, device, overrides);
   return true;
 }
 
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream, bool on_chip_split, bool force_cp_async) {
+                            cudaStream_t stream, WgmmaOverrides overrides) {
   WgmmaParams p = shape_params(args);
-  const WgmmaGridInfo plan = launched_plan(args, device, on_chip_split, force_cp_async);
+  const WgmmaGridInfo plan = launched_plan(args, device, overrides);
   p.stages_per_split = plan.stages_per_split;
   p.num_splits = plan.splits;
   p.cluster_k = plan.cluster_k;
+  p.m_blocks = static_cast<int>(plan.m_blocks);
+  if (plan.stream_k_blocks > 0) {
+    p.sk = make_stream_k(static_cast<int>(plan.n_blocks * plan.m_blocks),
+                         plan.stages_per_split, plan.stream_k_blocks);
+    p.sk_workspace = args.stream_k_workspace;
+  }
   const cudaError_t err = with_activation_type(args.dtype, [&](auto act) {
     return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
       return launch_zero_points<decltype(act), decltype(zp)::value>(p, plan, device, stream);

@@ -21,6 +21,17 @@ constexpr int kForceWgmmaReduce = -2001;
 // same grid: a test compares the two's bits in one process. Elsewhere the plan
 // as with 0.
 constexpr int kForceWgmmaCpAsync = -2002;
+// split_k_override that keeps a stream-K plan's tiles on the plain grid (one
+// block a tile, as before stream-K): a test compares the two's sums, a probe
+// their times. Elsewhere the plan as with 0.
+constexpr int kForceWgmmaNoStreamK = -2003;
+// split_k_override that runs a 256-row plan stream-K whatever its tile count
+// (also at or under one block an SM, every tile cut) in place of any k-split
+// or on-chip split the planner would take: a probe times it against the plan
+// where the planner does not take it (4096 x 4096 at M = 256: 32 tiles), a test
+// checks its sums. Elsewhere (fewer than 129 rows; no producer or no stream-K
+// workspace at run time) the plan as with 0.
+constexpr int kForceWgmmaStreamK = -2004;
 // The JAX_MARLIN_WGMMA_PRODUCER the wgmma kernel was compiled with (1, the
 // default: the producer warpgroup at 256 rows; 0: none).
 int WgmmaProducerBuild();
@@ -49,16 +60,28 @@ struct WgmmaGridInfo {
   int smem_bytes;        // dynamic shared memory a block
   int cluster_k;         // 1: the 2 splits of a tile are a cluster that adds on chip (no reduce)
   int producer = 0;      // 1: the producer warpgroup's mainloop (256 rows), 0: cp.async
+  // > 0: the producer's tiles (n_blocks x m_blocks of them) run stream-K on this many
+  // persistent blocks, one an SM (wgmma_stream_k.h); 0: one block a tile.
+  int stream_k_blocks = 0;
 };
-// on_chip_split = false: kForceWgmmaReduce's plan (cluster_k = 0).
-// force_cp_async: kForceWgmmaCpAsync's plan (producer = 0).
+// Overrides for tests and probes: on_chip_split = false, kForceWgmmaReduce's plan
+// (cluster_k = 0); force_cp_async, kForceWgmmaCpAsync's (producer = 0, hence no
+// stream-K); stream_k = false, kForceWgmmaNoStreamK's; force_stream_k,
+// kForceWgmmaStreamK's.
+struct WgmmaOverrides {
+  bool on_chip_split = true;
+  bool force_cp_async = false;
+  bool stream_k = true;
+  bool force_stream_k = false;
+};
+WgmmaOverrides WgmmaOverridesFor(int split_k_override);
 bool PlanWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device, WgmmaGridInfo* info,
-                   bool on_chip_split = true, bool force_cp_async = false);
+                   WgmmaOverrides overrides = {});
 
 // Launches it (call only where WgmmaGemmApplies). Allocates nothing, never
-// synchronises; a k-split uses the caller's workspace.
+// synchronises; a k-split uses the caller's workspace, stream-K its
+// stream_k_workspace (the flags zeroed by a memset on `stream` first).
 cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& device,
-                            cudaStream_t stream, bool on_chip_split = true,
-                            bool force_cp_async = false);
+                            cudaStream_t stream, WgmmaOverrides overrides = {});
 
 }  // namespace jax_marlin

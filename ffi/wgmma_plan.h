@@ -13,6 +13,7 @@
 
 #include "marlin_kernel.h"
 #include "wgmma_kernel.h"
+#include "wgmma_stream_k.h"
 
 namespace jax_marlin {
 namespace {
@@ -267,6 +268,49 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
 // kForceWgmmaCpAsync).
 inline bool wgmma_plans_producer(const WgmmaGridInfo& plan) {
   return JAX_MARLIN_WGMMA_PRODUCER && plan.rows == kWgProducerRows;
+}
+
+// Stream-K for the producer's 256-row grids (docs/design/wgmma_stream_k.md,
+// wgmma_stream_k.h): where one block a tile leaves the last wave part-empty
+// (256 x 8192 x 28672: 224 tiles of 128 stages on 132 SMs, the second wave
+// 70% full, 256 stage times where 224 x 128 / 132 = 217 would do), the tiles
+// run on one persistent block an SM, whole waves as before and the rest cut
+// into even runs, the cut tiles added through fp32 partials in the stream-K
+// workspace. Taken where the stage times (+ kWgStreamKFixupStages for the
+// partials' round trip and the flags' memset) come to at most
+// kWgStreamKMaxPercent of the grid's, a kernel split (splits, cluster_k) never.
+// -DJAX_MARLIN_WGMMA_STREAM_K=0 builds without it.
+#ifndef JAX_MARLIN_WGMMA_STREAM_K
+#define JAX_MARLIN_WGMMA_STREAM_K 1
+#endif
+constexpr int kWgStreamKFixupStages = 5;
+constexpr int kWgStreamKMaxPercent = 97;
+
+// The persistent blocks of `plan` under stream-K, or 0 where it keeps its grid.
+// `forced` (kForceWgmmaStreamK): wherever the kernel can run it, whatever it
+// would save.
+inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs& args,
+                                 const DeviceLimits& device, bool forced = false) {
+  if (!JAX_MARLIN_WGMMA_STREAM_K || !plan.producer || plan.splits != 1 || plan.cluster_k)
+    return 0;
+  // (The partials move as float4: a slot's base must be 16-byte aligned; ops.py
+  // rounds the split-K floats before it to 64.)
+  if (args.stream_k_workspace == nullptr ||
+      args.stream_k_workspace_elems < kStreamKWorkspaceFloats ||
+      reinterpret_cast<uintptr_t>(args.stream_k_workspace) % 16 != 0)
+    return 0;
+  const int blocks = std::min(wgmma_slots(device, plan.rows), kStreamKMaxBlocks);
+  const int64_t tiles = plan.n_blocks * plan.m_blocks;
+  const int64_t stages = plan.stages_per_split;
+  // (32-bit schedule arithmetic: longer x (run + 1) stays under tiles x stages + P.)
+  if ((tiles <= blocks && !forced) || tiles * stages > INT32_MAX / 2) return 0;
+  if (forced) return blocks;
+  const StreamKSchedule s =
+      make_stream_k(static_cast<int>(tiles), static_cast<int>(stages), blocks);
+  const int64_t grid = ceil_div(tiles, int64_t{blocks}) * stages;
+  const int64_t streamed = s.dp_tiles / blocks * stages + s.run + (s.longer > 0 ? 1 : 0) +
+                           kWgStreamKFixupStages;
+  return streamed * 100 <= grid * kWgStreamKMaxPercent ? blocks : 0;
 }
 
 }  // namespace

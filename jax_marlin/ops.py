@@ -245,15 +245,24 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
         a = jnp.pad(a, ((0, 0), (0, k_kernel - K)))
     if params["zero_point_kind"] == "float":  # the kernel adds -zp * scale after scaling
         zero_points = (-zero_points.astype(jnp.float32) * scales.astype(jnp.float32)).astype(a.dtype)
-    workspace = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    split_floats, stream_k_floats = _workspace_floats(M, N, params["block_size"])
     call = jax.ffi.ffi_call(
         _ffi.CUDA_TARGET,
-        (jax.ShapeDtypeStruct((M, N), a.dtype), jax.ShapeDtypeStruct((workspace,), jnp.float32)))
+        (jax.ShapeDtypeStruct((M, N), a.dtype),
+         jax.ShapeDtypeStruct((split_floats + stream_k_floats,), jnp.float32)))
     attributes = _ffi_attributes(params)
     attributes["K"] = np.int64(k_kernel)
     out, _ = call(a, codes, scales.astype(a.dtype), zero_points, bias, split_k=np.int64(split_k),
-                  **attributes)
+                  stream_k_floats=np.int64(stream_k_floats), **attributes)
     return out.reshape(*lead, N)
+
+
+def _workspace_floats(M: int, N: int, block_size: int) -> tuple[int, int]:
+    """The CUDA kernels' fp32 workspace: the split-K floats, then stream-K's, which start
+    on a 256-byte boundary (its partials move as float4)."""
+    split = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    stream_k = _shapes.stream_k_workspace_floats(M, _wgmma_runs(block_size))
+    return (_shapes.round_up(split, 64) if stream_k else split), stream_k
 
 
 def stream_plan(M: int, w, dtype, split_k: int = 0):
@@ -275,12 +284,16 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     would launch it (a dict: rows (the block's activation rows, 32/64/128/256), n_blocks,
     m_blocks, splits (> 1: a k-split, added by the reduce kernel or, where cluster_k, by the
     two splits' blocks on chip as clusters of 2), stages_per_split, smem_bytes, cluster_k,
-    producer (True: 256-row blocks fed by the producer warpgroup, False: the cp.async ring)), or
+    producer (True: 256-row blocks fed by the producer warpgroup, False: the cp.async ring),
+    stream_k_blocks (> 0: the producer's tiles run stream-K on that many persistent blocks,
+    ffi/wgmma_stream_k.h; 0: one block a tile)), or
     None where another kernel runs it (not sm_90, M outside 17..1024, a split_k override, or
     a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them. The one
     override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for tests), keeps the
     grid and adds a 2-way split with the reduce kernel where the plan adds it on chip;
-    -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring.
+    -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring; -2003
+    (kForceWgmmaNoStreamK) keeps the producer on one block a tile; -2004
+    (kForceWgmmaStreamK) runs a 256-row plan stream-K whatever its tile count.
     """
     return _plan_query("wgmma_plan", M, w, dtype, split_k)
 
@@ -296,10 +309,11 @@ def _plan_query(name, M, w, dtype, split_k):
     same K rounding and workspace size)."""
     if not _ffi.has_cuda_kernel():
         raise RuntimeError(f"jax_marlin: {name} needs the CUDA module")
+    workspace = _workspace_floats(M, w.N, w.block_size)
     return getattr(_ffi.cuda_module(), name)(
         M, _shapes.round_up(w.K, 8), w.N, w.block_size,
         _ZERO_POINT_KINDS[w.zero_point_kind], jnp.dtype(dtype) == jnp.bfloat16,
-        _shapes.split_k_workspace_floats(M, _layout.n_pad(w.N)), split_k)
+        sum(workspace), workspace[1], split_k)
 
 
 def _cuda_rule(ctx, *args, **params):

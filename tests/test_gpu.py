@@ -664,7 +664,8 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
         pytest.skip(f"a {plan['rows']}-row plan: no producer")
     if not plan["producer"]:
         pytest.skip(f"M = {M}, K = {K}, groups of {case.block_size}: the cp.async ring's plan")
-    assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_CP_ASYNC) == dict(plan, producer=False)
+    assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_CP_ASYNC) == dict(plan, producer=False,
+                                                                  stream_k_blocks=0)
     assert ops.planned_kernel(M, w, act, FORCE_WGMMA_CP_ASYNC) == "wgmma"
     a = activations(rng, (M, K), act)
     b = activations(rng, (N,), act)
@@ -700,6 +701,117 @@ def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
         block = 1 << (K - 1).bit_length()
     case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
     _assert_producer_has_the_cp_async_bits(rng, M, case, case.prepare(), act)
+
+
+FORCE_WGMMA_NO_STREAM_K = -2003  # ffi/wgmma_kernel.h kForceWgmmaNoStreamK
+FORCE_WGMMA_STREAM_K = -2004  # ffi/wgmma_kernel.h kForceWgmmaStreamK
+
+# Grids the H200 runs stream-K (tests/test_wgmma_plan.py models the choice). N = 16936: 265
+# 64-column tiles, so the last tile pair holds one (its second warpgroup's outputs are
+# never stored, its partial still published and added): 133 tiles of 32 stages at M = 256,
+# all stream-K, each cut in two; 266 at M = 300 (the second row block's 44 rows through the
+# tail map), a wave whole and 134 stream-K; 399 at M = 520 (three row blocks, 8 rows in the
+# last), two waves whole. 224 tiles of 33 stages with groups of 32 (the last stage's second
+# group slot zeroed) and of 64 stages with float zero points and no bias: a wave whole and
+# 92 tiles cut up to three ways.
+STREAM_K_SHAPES = [(256, 16936, 2048, 128, "packed", True), (300, 16936, 2048, 128, "none", True),
+                   (520, 16936, 2048, 128, "packed", True),
+                   (200, 28672, 2080, 32, "packed", True), (256, 28672, 4096, 64, "float", False)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K, block, with_bias", [
+    (256, 4096, 4096, 128, True),  # 32 tiles of 64 stages, each cut 4-5 ways
+    (200, 2050, 1056, 32, False),  # 17 tile pairs (the last one tile) of 17 stages, run 2-3:
+                                   # up to 9 holders a tile; groups of 32, N % 8 = 2
+])
+def test_wgmma_stream_k_forced_under_one_wave(rng, M, N, K, block, with_bias, dtype):
+    """kForceWgmmaStreamK: a 256-row plan run stream-K with no more tiles than blocks (no
+    whole wave; every tile cut among several blocks, its owner adding all their partials),
+    which the planner does not take by itself (the probe times it against the cluster
+    plan): right against the oracle, and bitwise the same run to run with another product
+    between."""
+    _producer_build()
+    act = HALF[dtype]
+    case = make_case(rng, N=N, K=K, block_size=block, zp="packed", scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act, FORCE_WGMMA_STREAM_K)
+    assert plan["producer"] and plan["splits"] == 1 and not plan["cluster_k"], plan
+    assert 0 < plan["n_blocks"] * plan["m_blocks"] <= plan["stream_k_blocks"], plan
+    a, other = activations(rng, (M, K), act), activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if with_bias else None
+
+    def run(a):
+        return np.asarray(jax.jit(lambda a, w, b: ops._bind(
+            a, w, b, impl="fused", split_k=FORCE_WGMMA_STREAM_K))(
+                jnp.asarray(a), w, None if b is None else to_jnp(b)))
+
+    streamed, between, again = run(a), run(other), run(a)
+    assert_close(streamed, oracle64(a, case, b), act)
+    assert_close(between, oracle64(other, case, b), act)
+    np.testing.assert_array_equal(again.view(np.uint16), streamed.view(np.uint16),
+                                  err_msg="forced stream-K, run twice with another between")
+
+
+def _stream_k_whole_tiles(tiles, stages, blocks):
+    """The tiles stream-K leaves whole, ffi/wgmma_stream_k.h's schedule written out again:
+    the data-parallel waves (the last joins the rest where that is under half a wave) and
+    the stream-K tiles that one run holds from stage 0 to the end."""
+    waves = tiles // blocks
+    if waves and 2 * (tiles % blocks) < blocks:
+        waves -= 1
+    dp = waves * blocks
+    run, longer = divmod((tiles - dp) * stages, blocks)
+
+    def block_of(i):
+        in_longer = longer * (run + 1)
+        return i // (run + 1) if i < in_longer else longer + (i - in_longer) // run
+
+    return set(range(dp)) | {dp + k for k in range(tiles - dp)
+                             if block_of(k * stages) == block_of((k + 1) * stages - 1)}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("M, N, K, block, zp, with_bias", STREAM_K_SHAPES)
+def test_wgmma_stream_k(rng, M, N, K, block, zp, with_bias, dtype):
+    """Stream-K (the producer's 256-row grids with a part-empty last wave, on one
+    persistent block an SM): right against the oracle; bitwise the same run to run (a cut
+    tile's owner adds its peers' partials in block order, whatever order they land in),
+    with another product between the two runs, so that stale partials or flags left in the
+    workspace would show; every tile it leaves whole bitwise that of one block a tile
+    (FORCE_WGMMA_NO_STREAM_K: the same stages in the same order), so each whole tile went
+    to the right place. The plans say which grid each call ran."""
+    _producer_build()
+    act = HALF[dtype]
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
+    w = case.prepare()
+    plan = ops.wgmma_plan(M, w, act)
+    assert plan["producer"] and plan["stream_k_blocks"] > 0, plan
+    assert ops.wgmma_plan(M, w, act, FORCE_WGMMA_NO_STREAM_K) == dict(plan, stream_k_blocks=0)
+    a, other = activations(rng, (M, K), act), activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if with_bias else None
+
+    def run(a, split_k=0):
+        return np.asarray(jax.jit(lambda a, w, b: ops._bind(
+            a, w, b, impl="fused", split_k=split_k))(jnp.asarray(a), w,
+                                                     None if b is None else to_jnp(b)))
+
+    streamed, between, again = run(a), run(other), run(a)
+    grid = run(a, FORCE_WGMMA_NO_STREAM_K)
+    assert_close(streamed, oracle64(a, case, b), act)
+    assert_close(between, oracle64(other, case, b), act)
+    assert_close(grid, oracle64(a, case, b), act)
+    np.testing.assert_array_equal(again.view(np.uint16), streamed.view(np.uint16),
+                                  err_msg="stream-K, run twice with another product between")
+    tiles = plan["n_blocks"] * plan["m_blocks"]
+    whole = _stream_k_whole_tiles(tiles, plan["stages_per_split"], plan["stream_k_blocks"])
+    assert len(whole) < tiles, "no tile cut: the fix-up went untested"
+    for t in whole:
+        x, y = divmod(t, plan["m_blocks"])
+        rows, cols = slice(256 * y, 256 * (y + 1)), slice(128 * x, 128 * (x + 1))
+        np.testing.assert_array_equal(streamed[rows, cols].view(np.uint16),
+                                      grid[rows, cols].view(np.uint16),
+                                      err_msg=f"whole tile {t} (pair {x}, row block {y})")
 
 
 def test_wgmma_producer_plans_only_what_it_handles(rng):

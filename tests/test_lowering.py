@@ -6,6 +6,7 @@ by pretending it is (``_ffi.has_cuda_kernel`` patched): the lowering only names
 the custom-call target, it never loads it.
 """
 
+import itertools
 import re
 
 import jax
@@ -201,10 +202,28 @@ def test_plan_queries_ask_the_module_for_the_launched_gemm(monkeypatch, rng, que
     w = make_case(rng, N=520, K=4100, block_size=128, zp="none").prepare()
     assert getattr(ops, query)(33, w, jnp.bfloat16, -7) == {"rows": 64}
     workspace = _shapes.split_k_workspace_floats(33, _layout.n_pad(520))
-    assert calls == [(query, (33, 4104, 520, 128, 0, True, workspace, -7))]
+    # (33 rows: no stream-K area after the split-K floats, whatever the device.)
+    assert calls == [(query, (33, 4104, 520, 128, 0, True, workspace, 0, -7))]
 
 
 def test_wgmma_plan_needs_the_cuda_module(monkeypatch, weights):
     monkeypatch.setattr(_ffi, "has_cuda_kernel", lambda: False)
     with pytest.raises(RuntimeError, match="wgmma_plan needs the CUDA module"):
         ops.wgmma_plan(64, weights[4], jnp.float16)
+
+
+def test_the_stream_k_area_follows_the_split_k_floats_aligned(monkeypatch):
+    """Where the wgmma kernel runs, M = 129..1024 gets stream-K's area after the split-K
+    floats, starting on a 256-byte boundary (its partials move as float4; the planner
+    declines an unaligned one); elsewhere the workspace is the split-K floats alone."""
+    monkeypatch.setattr(ops, "_wgmma_runs", lambda block_size: True)
+    for M, N in itertools.product([17, 128, 129, 256, 300, 1024, 1025], [136, 4096, 28672]):
+        split, stream_k = ops._workspace_floats(M, N, 128)
+        want = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+        if 129 <= M <= 1024:
+            assert stream_k == _shapes.STREAM_K_WORKSPACE_FLOATS and split % 64 == 0, (M, N)
+            assert want <= split < want + 64, (M, N, split)
+        else:
+            assert (split, stream_k) == (want, 0), (M, N)
+    monkeypatch.setattr(ops, "_wgmma_runs", lambda block_size: False)
+    assert ops._workspace_floats(256, 28672, 128)[1] == 0

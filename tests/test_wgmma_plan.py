@@ -7,7 +7,11 @@ workspace the lowering allocates, the device limits, an independent model of the
 split heuristic, and the grids Nsight Compute showed on the H200.
 """
 
+import collections
 import itertools
+import pathlib
+import shutil
+import subprocess
 
 import pytest
 from conftest import WGMMA_PRODUCER_ROWS, header_constant, header_define, host_planner
@@ -61,7 +65,8 @@ def test_planned_grids_fit_the_workspace_the_device_and_the_model(planner):
     cases = list(_cases())
     for (device, case), got in zip(cases, planner([c for _, c in cases])):
         M, K, N, block, workspace, sms, _ = case
-        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k, producer = got
+        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k, producer, stream_k = got
+        assert not stream_k, (case, got)  # no stream-K workspace given: none planned
         assert not cluster_k, (case, got)  # no cluster counts given: none planned
         # The producer warpgroup feeds every 256-row block (a ragged last one through its
         # own tensor map, a group slot past k_blocks zeroed), no smaller one.
@@ -126,7 +131,7 @@ def test_the_on_chip_split(planner, tmp_path_factory):
     for case, got, off in zip(cases, run(cases, H200_CLUSTER_BLOCKS),
                               plain(cases, H200_CLUSTER_BLOCKS)):
         M, K, N, block, workspace, sms, _ = case
-        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k, _ = got
+        rows, n_blocks, m_blocks, splits, per_split, smem, cluster_k, *_ = got
         assert not off[6], (case, off)  # the =0 build plans no cluster
         blocks = n_blocks * m_blocks * splits
         room = 132 * (2 if rows <= 64 else 1)  # clusters of 2 place twice as many 2 an SM
@@ -165,3 +170,144 @@ def test_the_on_chip_split_needs_room_for_every_block(planner, counts, on_chip):
             *DEVICES["h200"])
     (got,) = planner([case], counts)
     assert got[:4] == (256, 64, 1, 2) and got[6] == on_chip, (counts, got)
+
+
+@pytest.fixture(scope="module")
+def stream_k(tmp_path_factory):
+    """tests/cpp/wgmma_stream_k_check.cc compiled: run(tiles, stages, blocks) -> the
+    segments, (block, tile, stage_begin, stage_end, whole, owner, first_peer, last_peer)."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("needs a C++ compiler")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    exe = tmp_path_factory.mktemp("stream_k") / "wgmma_stream_k_check"
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{root / 'ffi'}",
+                    str(root / "tests" / "cpp" / "wgmma_stream_k_check.cc"), "-o", str(exe)],
+                   check=True)
+
+    def run(tiles, stages, blocks):
+        out = subprocess.run([str(exe)], input=f"{tiles} {stages} {blocks}\n",
+                             capture_output=True, text=True, check=True, timeout=60).stdout
+        lines = out.split("\n")
+        assert lines[lines.index("end") + 1:] == [""], out[-200:]
+        return [tuple(map(int, l.split())) for l in lines[:lines.index("end")]]
+
+    return run
+
+
+@pytest.mark.parametrize("tiles, stages, blocks", [
+    (224, 128, 132),  # 256 x 8192 x 28672 on an H200: one wave whole, 92 tiles stream-K
+    (896, 128, 132),  # 1024 x 8192 x 28672: six waves whole
+    (224, 64, 132), (128, 64, 132), (140, 16, 132), (300, 7, 114), (5, 7, 3), (7, 5, 3),
+    (133, 64, 132),  # 1 tile over a wave: the wave joins the stream-K part
+    (448, 128, 132), (264, 128, 132), (265, 3, 132),
+    (200, 1, 132)])  # runs of 0 or 1 stage (run = 0)
+def test_the_stream_k_schedule(stream_k, tiles, stages, blocks):
+    """ffi/wgmma_stream_k.h (docs/design/wgmma_stream_k.md): every (tile, stage) exactly
+    once; the whole waves data-parallel; the rest in runs one stage apart at most; a block
+    publishes at most one partial (its run's first segment); each cut tile's owner holds
+    stage 0 and names exactly the blocks holding the tile's other stages, all after it."""
+    segments = stream_k(tiles, stages, blocks)
+    seen = collections.Counter()
+    for b, t, s0, s1, whole, owner, *_ in segments:
+        assert 0 <= b < blocks and 0 <= t < tiles and 0 <= s0 < s1 <= stages
+        assert whole == (s0 == 0 and s1 == stages) and owner == (s0 == 0 and not whole)
+        seen.update((t, s) for s in range(s0, s1))
+    assert seen == collections.Counter((t, s) for t in range(tiles) for s in range(stages))
+    # Whole waves data-parallel, but the last joins the rest where the rest is under half
+    # a wave, so that a cut tile has at most three holders (two partials to add).
+    waves = tiles // blocks
+    if waves and 2 * (tiles % blocks) < blocks:
+        waves -= 1
+    dp_tiles = waves * blocks
+    assert sorted((b, t) for b, t, *_ in segments if t < dp_tiles) == sorted(
+        (t % blocks, t) for t in range(dp_tiles))
+    runs = collections.Counter()
+    for b, t, s0, s1, *_ in segments:
+        if t >= dp_tiles:
+            runs[b] += s1 - s0
+    lengths = [runs[b] for b in range(blocks)]  # a run may be empty where R x S < P
+    assert max(lengths) - min(lengths) <= 1, lengths
+    holders = collections.defaultdict(list)
+    for b, t, s0, s1, whole, owner, first, last in segments:
+        if t >= dp_tiles and not whole:
+            holders[t].append((s0, b, owner, first, last))
+    partials = collections.Counter()
+    for t, parts in holders.items():
+        parts.sort()
+        s0, b, owner, first, last = parts[0]
+        assert s0 == 0 and owner, (t, parts)
+        assert [p[1] for p in parts[1:]] == list(range(first, last + 1)) and first == b + 1
+        assert not any(p[2] for p in parts[1:]), (t, parts)
+        partials.update(p[1] for p in parts[1:])
+    assert max(partials.values(), default=0) <= 1
+    assert all(len(parts) <= 3 for parts in holders.values()) or tiles <= blocks, holders
+    # Each block's order (the kernel's walk): its data-parallel tiles, then its run, where
+    # a partial can only come first and an owner's segment only last, so no block waits
+    # (as an owner) before it has published.
+    for b in range(blocks):
+        mine = [seg for seg in segments if seg[0] == b]
+        assert [t for _, t, *_ in mine if t < dp_tiles] == list(range(b, dp_tiles, blocks))
+        run = [seg for seg in mine if seg[1] >= dp_tiles]
+        assert [seg[1] for seg in run] == sorted(seg[1] for seg in run)
+        for j, (_, _, _, _, whole, owner, *_) in enumerate(run):
+            assert whole or (owner and j == len(run) - 1) or (not owner and j == 0), run
+
+
+FIXUP = header_constant("wgmma_plan.h", "kWgStreamKFixupStages")
+MAX_PERCENT = header_constant("wgmma_plan.h", "kWgStreamKMaxPercent")
+MAX_BLOCKS = header_constant("wgmma_stream_k.h", "kStreamKMaxBlocks")
+
+
+def _model_stream_k(tiles, stages, blocks):
+    """Stream-K's stage times written out again: the data-parallel waves, the longest run
+    and the fix-up, against one block a tile's waves; its blocks where it saves enough."""
+    waves = tiles // blocks
+    if waves and 2 * (tiles % blocks) < blocks:
+        waves -= 1
+    run = -(-(tiles - waves * blocks) * stages // blocks)
+    grid = -(-tiles // blocks) * stages
+    return blocks if (waves * stages + run + FIXUP) * 100 <= grid * MAX_PERCENT else 0
+
+
+def test_stream_k_is_planned_where_the_model_says_it_saves(planner):
+    """With the stream-K area ops.py adds (M = 129..1024), a producer grid of one block a
+    tile and no k-split runs stream-K on one block an SM where the waves it saves pay for
+    the fix-up (wgmma_plan.h wgmma_stream_k_blocks); without the area, or with too
+    small a one, never."""
+    assert _shapes.STREAM_K_WORKSPACE_FLOATS == header_constant(
+        "wgmma_stream_k.h", "kStreamKFlagFloats") + MAX_BLOCKS * header_constant(
+        "wgmma_stream_k.h", "kStreamKPartialFloats")
+    cases = [(*case, _shapes.stream_k_workspace_floats(case[0], True)) for _, case in _cases()]
+    short = [case[:7] + (case[7] - 1,) for case in cases]
+    taken = 0
+    for case, got, without in zip(cases, planner(cases), planner(short)):
+        M, K, N, block, workspace, sms, _, area = case
+        rows, n_blocks, m_blocks, splits, per_split, _, cluster_k, producer, stream_k = got
+        assert not without[8], (case, without)
+        assert got[:8] == without[:8], (case, got, without)  # the grid itself is the same
+        if not (producer and splits == 1 and not cluster_k and area):
+            assert stream_k == 0, (case, got)
+            continue
+        blocks = min(sms, MAX_BLOCKS)
+        tiles = n_blocks * m_blocks
+        want = _model_stream_k(tiles, per_split, blocks) if tiles > blocks else 0
+        assert stream_k == want, (case, got, want)
+        taken += bool(stream_k)
+    assert taken > 0
+
+
+@pytest.mark.parametrize("M, K, N, blocks", [
+    (256, 8192, 28672, 132),   # 224 tiles: 256 stage times -> 128 + 90 + the fix-up
+    (200, 4096, 28672, 132),
+    (512, 8192, 28672, 132),   # 448 tiles: 3.4 waves
+    (1024, 8192, 28672, 0),    # 6.8 waves: 3% to gain, under the fix-up's cost
+    (256, 28672, 8192, 0),     # k in 2, clusters of 2
+    (256, 4096, 17000, 132),   # 133 tiles: the whole wave joins the one left
+    (256, 1024, 28672, 0),     # 16 stages a tile: the fix-up outweighs
+])
+def test_h200_stream_k_plans(planner, M, K, N, blocks):
+    case = (M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)),
+            *DEVICES["h200"], _shapes.stream_k_workspace_floats(M, True))
+    (got,) = planner([case], H200_CLUSTER_BLOCKS)
+    assert got[8] == blocks, got

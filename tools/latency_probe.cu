@@ -39,6 +39,7 @@
 
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
+#include "wgmma_stream_k.h"
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 #include "stream_timeline.h"
 #endif
@@ -249,6 +250,11 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
   void* a = alloc(M * K * 2, Fill::kActivations);
   void* out = alloc(M * N * 2);
   auto* workspace = static_cast<float*>(alloc(parts * M * n_pad * 4));
+  // The wgmma kernel's stream-K area, as ops.py adds it for M = 129..1024.
+  const bool stream_k = M >= 129 && M <= 1024;
+  auto* stream_k_workspace = stream_k ? static_cast<float*>(
+                                            alloc(jax_marlin::kStreamKWorkspaceFloats * 4))
+                                      : nullptr;
   for (int c = 0; c < count; ++c) {
     MarlinGemmArgs args{};
     args.a = a;
@@ -258,6 +264,8 @@ Gemm make_gemm(int64_t M, int64_t K, int64_t N, int count) {
     args.out = out;
     args.workspace = workspace;
     args.workspace_elems = parts * M * n_pad;
+    args.stream_k_workspace = stream_k_workspace;
+    args.stream_k_workspace_elems = stream_k ? jax_marlin::kStreamKWorkspaceFloats : 0;
     args.M = M;
     args.N = N;
     args.K = K;

@@ -126,7 +126,7 @@ def group_clusters(rng):
 
 
 PARTS = ("fused", "dense", "dequantize", "a_phases", "group_clusters", "wgmma_clusters",
-         "wgmma_producer")
+         "wgmma_producer", "wgmma_stream_k")
 
 
 def main():
@@ -163,6 +163,8 @@ def main():
         wgmma_k_split_clusters(np.random.default_rng(3))
     if "wgmma_producer" in parts:
         wgmma_producer(np.random.default_rng(4))
+    if "wgmma_stream_k" in parts:
+        wgmma_stream_k(np.random.default_rng(5))
 
 
 def _check_wgmma_where_planned(rng, shapes, planned):
@@ -212,6 +214,31 @@ def wgmma_producer(rng):
         if "H200" in jax.devices()[0].device_kind:  # all three plan the producer there
             assert checked == 3, checked
     print(f"sanitize sweep: {checked} wgmma producer calls checked", flush=True)
+
+
+def wgmma_stream_k(rng):
+    """The producer's stream-K (ffi/wgmma_stream_k.h): persistent blocks walking their
+    segments, the cut tiles' partials through the workspace and the flags. 300 x 2048 x
+    16936: 266 tiles (two row blocks, the second 44 rows through the tail map, the last
+    tile pair one 64-column tile), a wave whole and 134 tiles stream-K on 132 blocks; 200 x
+    2080 x 28672 with groups of 32 (33 stages, the last one's second group slot zeroed):
+    one wave whole, the rest cut up to three ways. racecheck
+    follows the ring's mbarriers across segments; the flags are global memory, which it
+    does not follow (tests/test_gpu.py checks their sums)."""
+    checked = 0
+    if jm.build_info().get("wgmma_producer"):
+        checked = _check_wgmma_where_planned(
+            rng, [(300, 16936, 2048, 128, jnp.float16), (200, 28672, 2080, 32, jnp.bfloat16)],
+            "stream_k_blocks")
+        if "H200" in jax.devices()[0].device_kind:  # both plan stream-K there
+            assert checked == 2, checked
+        # Forced under one wave (kForceWgmmaStreamK): 17 tile pairs, every tile cut up to
+        # 9 ways, N % 8 = 2.
+        case = (200, 2050, 1056, 32, jnp.float16)
+        w, a, bias, ref = _operands(rng, *case)
+        _check(case, a, w, bias, ref, "fused", -2004)
+        checked += 1
+    print(f"sanitize sweep: {checked} wgmma stream-K calls checked", flush=True)
 
 
 if __name__ == "__main__":
