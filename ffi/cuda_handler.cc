@@ -227,7 +227,8 @@ cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
                        int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                        int64_t stream_k_floats,
                        int64_t split_k, const char** kernel) {
-  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats, stream_k_floats,
+  return WithPlanningArgs(M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats,
+                          stream_k_floats,
                           [&](const MarlinGemmArgs& args, const DeviceLimits& device) {
                             *kernel = PlannedKernel(args, device, static_cast<int>(split_k));
                           });
@@ -235,7 +236,7 @@ cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,
 
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                           int64_t stream_k_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info) {
   return WithPlanningArgs(
       M, K, N, block_size, zero_point_kind, bfloat16, workspace_floats, stream_k_floats,
@@ -246,7 +247,7 @@ cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
 
 cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                          int64_t stream_k_floats,
                           int64_t split_k, bool* wgmma, WgmmaGridInfo* info) {
   *wgmma = false;
 #ifdef JAX_MARLIN_WGMMA  // a build without sm_90a code never runs the kernel

@@ -20,13 +20,13 @@ XLA_FFI_DECLARE_HANDLER_SYMBOL(DequantizeCudaHandler);
 // for tests that must know which path they reach.
 cudaError_t PlanStreamGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                            int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                           int64_t stream_k_floats,
                            int64_t split_k, bool* streams, StreamGridInfo* info);
 // The wgmma kernel's grid, as the handler would launch it (`wgmma` false
 // where another kernel would run the GEMM, always in a build without sm_90a).
 cudaError_t PlanWgmmaGrid(int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                          int64_t stream_k_floats,
                           int64_t split_k, bool* wgmma, WgmmaGridInfo* info);
 // Which kernel the handler would launch: "stream", "wgmma" or "tiled".
 cudaError_t PlanKernel(int64_t M, int64_t K, int64_t N, int64_t block_size,

@@ -47,7 +47,7 @@ NB_MODULE(_cuda, m) {
   // reaches, since every path gives the same answer.
   m.def("planned_kernel", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                              int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                             int64_t stream_k_floats,
                              int64_t split_k) {
     const char* kernel = nullptr;
     RaiseIfFailed(jax_marlin::PlanKernel(M, K, N, block_size, zero_point_kind, bfloat16,
@@ -57,12 +57,13 @@ NB_MODULE(_cuda, m) {
   // The streaming kernel's grid (None where another kernel would run it).
   m.def("stream_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                           int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                          int64_t stream_k_floats,
                           int64_t split_k) -> nb::object {
     bool streams = false;
     jax_marlin::StreamGridInfo info{};
     RaiseIfFailed(jax_marlin::PlanStreamGrid(M, K, N, block_size, zero_point_kind, bfloat16,
-                                             workspace_floats, stream_k_floats, split_k, &streams, &info));
+                                             workspace_floats, stream_k_floats, split_k, &streams,
+                                             &info));
     if (!streams) return nb::none();
     nb::dict plan;
     plan["blocks"] = info.blocks;
@@ -80,12 +81,13 @@ NB_MODULE(_cuda, m) {
   // the module has no sm_90a code), for tests of its row blocks and k-split.
   m.def("wgmma_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                          int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
-                       int64_t stream_k_floats,
+                         int64_t stream_k_floats,
                          int64_t split_k) -> nb::object {
     bool wgmma = false;
     jax_marlin::WgmmaGridInfo info{};
     RaiseIfFailed(jax_marlin::PlanWgmmaGrid(M, K, N, block_size, zero_point_kind, bfloat16,
-                                            workspace_floats, stream_k_floats, split_k, &wgmma, &info));
+                                            workspace_floats, stream_k_floats, split_k, &wgmma,
+                                            &info));
     if (!wgmma) return nb::none();
     nb::dict plan;
     plan["rows"] = info.rows;

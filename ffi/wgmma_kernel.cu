@@ -158,13 +158,14 @@ __device__ __forceinline__ void stg_16_if(T* dst, T v, bool inside) {
   static_assert(sizeof(T) == 2, "16-bit values");
   uint16_t bits;
   memcpy(&bits, &v, sizeof bits);
-  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u16 [%0], %1;\n}\n" ::"l"(dst),
-               "h"(bits), "r"(static_cast<int>(inside))
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u16 [%0], %1;\n}\n"
+               ::"l"(dst), "h"(bits), "r"(static_cast<int>(inside))
                : "memory");
 }
 
 __device__ __forceinline__ void stg_128_if(void* dst, uint4 v, bool inside) {
-  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %5, 0;\n@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n}\n"
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %5, 0;\n"
+               "@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n}\n"
                ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(static_cast<int>(inside))
                : "memory");
 }
@@ -263,84 +264,85 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
     StreamKWalk walk = first_walk(p);
     BlockSegment seg;
     while (next_block_segment(p, walk, &seg)) {
-    const bool tail = p.tail_box_rows > 0 && seg.y + 1 == p.m_blocks;
-    const CUtensorMap* map = tail ? tail_map : act_map;
-    const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
-    const int tile0 = seg.x * kWgTiles;
-    const int m0 = seg.y * kRows;  // <= 1024
-    const int s_first = seg.s_first, n_stages = seg.n_stages;
-    const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
-    for (int j = 0; j < n_stages; ++j) {
-      // Wait until the consumers freed the slot. try_wait.parity(P) returns
-      // once the phase of parity P has completed; a fresh barrier is in phase
-      // 0, so waiting on parity 1 passes at once: the first kStages stages go
-      // straight in, the (n+1)-th use of a slot waits for its n-th release.
-      mbarrier_wait(bars.empty + 8 * slot, phase ^ 1);
-      const int s = s_first + j;
-      const uint32_t base = smem_base + slot * Cfg::kStageBytes;
-      const uint32_t full = bars.full + 8 * slot;
-      const uint32_t unit_bytes = min(kWgStageUnits, p.kt_total - kWgStageUnits * s) * kWgUnitBytes;
-      // One lane issues (the copies are whole-block operations, not per
-      // lane); elect.sync picks it without a lane-0 branch, around which
-      // ptxas wraps each UBLKCP/UTMALDG in an ELECT/BRA.U.ANY loop.
-      uint32_t elected;
-      asm volatile("{\n.reg .pred e;\nelect.sync _|e, 0xffffffff;\nselp.u32 %0, 1, 0, e;\n}\n"
-                   : "=r"(elected));
-      if (elected) {
-        // Group slots past k_blocks: zeros (kGroups - 1 at most, the last stage).
-        const int group0 = (s * kWgStageK) >> log_group;
-        const int groups_in = min(kGroups, p.k_blocks - group0);
+      const bool tail = p.tail_box_rows > 0 && seg.y + 1 == p.m_blocks;
+      const CUtensorMap* map = tail ? tail_map : act_map;
+      const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
+      const int tile0 = seg.x * kWgTiles;
+      const int m0 = seg.y * kRows;  // <= 1024
+      const int s_first = seg.s_first, n_stages = seg.n_stages;
+      const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
+      for (int j = 0; j < n_stages; ++j) {
+        // Wait until the consumers freed the slot. try_wait.parity(P) returns
+        // once the phase of parity P has completed; a fresh barrier is in phase
+        // 0, so waiting on parity 1 passes at once: the first kStages stages go
+        // straight in, the (n+1)-th use of a slot waits for its n-th release.
+        mbarrier_wait(bars.empty + 8 * slot, phase ^ 1);
+        const int s = s_first + j;
+        const uint32_t base = smem_base + slot * Cfg::kStageBytes;
+        const uint32_t full = bars.full + 8 * slot;
+        const uint32_t unit_bytes =
+            min(kWgStageUnits, p.kt_total - kWgStageUnits * s) * kWgUnitBytes;
+        // One lane issues (the copies are whole-block operations, not per
+        // lane); elect.sync picks it without a lane-0 branch, around which
+        // ptxas wraps each UBLKCP/UTMALDG in an ELECT/BRA.U.ANY loop.
+        uint32_t elected;
+        asm volatile("{\n.reg .pred e;\nelect.sync _|e, 0xffffffff;\nselp.u32 %0, 1, 0, e;\n}\n"
+                     : "=r"(elected));
+        if (elected) {
+          // Group slots past k_blocks: zeros (kGroups - 1 at most, the last stage).
+          const int group0 = (s * kWgStageK) >> log_group;
+          const int groups_in = min(kGroups, p.k_blocks - group0);
 #pragma unroll 1
-        for (int jj = groups_in; jj < kGroups; ++jj)
-          for (int tt = 0; tt < tiles; ++tt)
-            for (uint32_t b = 0; b < 128 + kZpBytes; b += 16)
-              sts_zero_128(base + Cfg::kActBytes + kWgCodesBytes +
-                           (jj * kWgTiles + tt) * kWgGroupWordBytes + b);
-        // Under stream-K the slot is filled again later, by a bulk copy (the
-        // async proxy) after these generic stores: the proxy fence orders them.
-        if (groups_in < kGroups) fence_proxy_async_shared();
-        // The expected bytes, then the copies: the phase completes when this
-        // one arrival and every byte have landed (complete_tx), which also
-        // makes the bytes (and the zeros above, released by this arrive)
-        // visible to the threads whose wait sees it.
-        mbarrier_arrive_expect_tx(
-            full, act_bytes + tiles * (unit_bytes + groups_in * (128 + kZpBytes)));
-        tma_load_2d(base, map, s * kWgStageK, m0, full);
-        // Not unrolled: each tile's addresses are then computed in the loop
-        // from the parameters (constant bank), not hoisted out of the stage
-        // loop as per-tile invariants that the producer's 32-40 registers
-        // cannot hold (ptxas spilled them).
+          for (int jj = groups_in; jj < kGroups; ++jj)
+            for (int tt = 0; tt < tiles; ++tt)
+              for (uint32_t b = 0; b < 128 + kZpBytes; b += 16)
+                sts_zero_128(base + Cfg::kActBytes + kWgCodesBytes +
+                             (jj * kWgTiles + tt) * kWgGroupWordBytes + b);
+          // Under stream-K the slot is filled again later, by a bulk copy (the
+          // async proxy) after these generic stores: the proxy fence orders them.
+          if (groups_in < kGroups) fence_proxy_async_shared();
+          // The expected bytes, then the copies: the phase completes when this
+          // one arrival and every byte have landed (complete_tx), which also
+          // makes the bytes (and the zeros above, released by this arrive)
+          // visible to the threads whose wait sees it.
+          mbarrier_arrive_expect_tx(
+              full, act_bytes + tiles * (unit_bytes + groups_in * (128 + kZpBytes)));
+          tma_load_2d(base, map, s * kWgStageK, m0, full);
+          // Not unrolled: each tile's addresses are then computed in the loop
+          // from the parameters (constant bank), not hoisted out of the stage
+          // loop as per-tile invariants that the producer's 32-40 registers
+          // cannot hold (ptxas spilled them).
 #pragma unroll 1
-        for (int tt = 0; tt < tiles; ++tt) {
-          const int64_t tile = tile0 + tt;
-          bulk_copy_to_shared(base + Cfg::kActBytes + tt * (kWgStageUnits * kWgUnitBytes),
-                          p.codes + (tile * p.kt_total + kWgStageUnits * s) * 128, unit_bytes,
-                          full);
+          for (int tt = 0; tt < tiles; ++tt) {
+            const int64_t tile = tile0 + tt;
+            bulk_copy_to_shared(base + Cfg::kActBytes + tt * (kWgStageUnits * kWgUnitBytes),
+                            p.codes + (tile * p.kt_total + kWgStageUnits * s) * 128, unit_bytes,
+                            full);
 #pragma unroll
-          for (int jj = 0; jj < kGroups; ++jj) {
-            if (jj >= groups_in) break;
-            const int64_t gi = group0 + jj;
-            const uint32_t dst = base + Cfg::kActBytes + kWgCodesBytes +
-                                 (jj * kWgTiles + tt) * kWgGroupWordBytes;
-            bulk_copy_to_shared(dst, scales + gi * p.n_pad + tile * 64, 128, full);
-            if constexpr (kZP == ZeroPointKind::kPacked4)
-              bulk_copy_to_shared(dst + 128,
-                              static_cast<const uint32_t*>(p.zero_points) + gi * (p.n_pad / 8) +
-                                  tile * 8,
-                              32, full);
-            if constexpr (kZP == ZeroPointKind::kOffset)
-              bulk_copy_to_shared(dst + 128,
-                              static_cast<const T*>(p.zero_points) + gi * p.n_pad + tile * 64,
-                              128, full);
+            for (int jj = 0; jj < kGroups; ++jj) {
+              if (jj >= groups_in) break;
+              const int64_t gi = group0 + jj;
+              const uint32_t dst = base + Cfg::kActBytes + kWgCodesBytes +
+                                   (jj * kWgTiles + tt) * kWgGroupWordBytes;
+              bulk_copy_to_shared(dst, scales + gi * p.n_pad + tile * 64, 128, full);
+              if constexpr (kZP == ZeroPointKind::kPacked4)
+                bulk_copy_to_shared(dst + 128,
+                                static_cast<const uint32_t*>(p.zero_points) + gi * (p.n_pad / 8) +
+                                    tile * 8,
+                                32, full);
+              if constexpr (kZP == ZeroPointKind::kOffset)
+                bulk_copy_to_shared(dst + 128,
+                                static_cast<const T*>(p.zero_points) + gi * p.n_pad + tile * 64,
+                                128, full);
+            }
           }
         }
+        __syncwarp();
+        if (++slot == Cfg::kStages) {
+          slot = 0;
+          phase ^= 1;
+        }
       }
-      __syncwarp();
-      if (++slot == Cfg::kStages) {
-        slot = 0;
-        phase ^= 1;
-      }
-    }
     }
   }
   // No copy is waited for here: the consumers wait for every stage's bytes
