@@ -132,7 +132,7 @@ ffi::Error MatMulNBitsCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer
   args.bias = bias.element_count() ? bias.untyped_data() : nullptr;
   args.out = out->untyped_data();
   // The workspace: the split-K floats, then stream_k_floats for stream-K
-  // (ops.py sizes both).
+  // (ops.py sizes both; the split-K part is never empty, at least one float).
   const int64_t workspace_floats = static_cast<int64_t>(workspace->element_count());
   if (stream_k_floats < 0 || stream_k_floats >= workspace_floats) {
     return ffi::Error::InvalidArgument(

@@ -389,8 +389,8 @@ __device__ __forceinline__ void store_outputs(const WgmmaParams& p, const float 
   // The thread's two columns' bias (h = 0, 1: + 8 h), added in fp32 as
   // store_with_bias does; without one, -0 (x + -0 is x bit for bit, -0
   // included, where + 0 would turn -0 into +0), so that every value takes the
-  // same one addition and no select (on wip/stream-k a select between the
-  // sums and the plain values kept both sets live and spilled).
+  // same one addition and no select (in stream-K's first build a select
+  // between the sums and the plain values kept both sets live and spilled).
   const T* bias = static_cast<const T*>(p.bias);
   const int64_t n_lane = static_cast<int64_t>(tile) * 64 + 16 * wg_warp + (lane >> 2);
   float column_bias[2] = {-0.f, -0.f};
@@ -799,6 +799,12 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // registers (slot addresses and wgmma descriptors through R2UR, BSSY and
   // WARPSYNC around every full-barrier wait): 18-40% slower (session 24 call
   // N). The spin's exit is a warp vote, uniform in the warp.
+  // Progress: an owner waits only on blocks after it, and each block publishes
+  // its one partial before it can wait (its run's first segment). With every
+  // persistent block resident at once (one a slot, at most one an SM) the walk
+  // always finishes. On a GPU shared with a kernel that holds SMs and never
+  // yields them, a peer may wait for a slot while its owner spins; the spin is
+  // unbounded, so that case hangs rather than returning a wrong sum.
   constexpr int kStreamKPassRows = kRows < 128 ? kRows : 128;
   auto end_stream_k_segment = [&](const StreamKSegment& sk, int tile, int64_t row0,
                                   uint32_t staging) {

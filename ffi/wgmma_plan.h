@@ -299,15 +299,19 @@ inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs
       args.stream_k_workspace_elems < kStreamKWorkspaceFloats ||
       reinterpret_cast<uintptr_t>(args.stream_k_workspace) % 16 != 0)
     return 0;
-  const int blocks = std::min(wgmma_slots(device, plan.rows), kStreamKMaxBlocks);
+  // One persistent block a slot, up to the workspace's partial slots; the grid
+  // it would replace runs on every slot (a GPU with more SMs than
+  // kStreamKMaxBlocks runs more blocks at once than stream-K would).
+  const int slots = wgmma_slots(device, plan.rows);
+  const int blocks = std::min(slots, kStreamKMaxBlocks);
   const int64_t tiles = plan.n_blocks * plan.m_blocks;
   const int64_t stages = plan.stages_per_split;
   // (32-bit schedule arithmetic: longer x (run + 1) stays under tiles x stages + P.)
-  if ((tiles <= blocks && !forced) || tiles * stages > INT32_MAX / 2) return 0;
+  if ((tiles <= slots && !forced) || tiles * stages > INT32_MAX / 2) return 0;
   if (forced) return blocks;
   const StreamKSchedule s =
       make_stream_k(static_cast<int>(tiles), static_cast<int>(stages), blocks);
-  const int64_t grid = ceil_div(tiles, int64_t{blocks}) * stages;
+  const int64_t grid = ceil_div(tiles, int64_t{slots}) * stages;
   const int64_t streamed = s.dp_tiles / blocks * stages + s.run + (s.longer > 0 ? 1 : 0) +
                            kWgStreamKFixupStages;
   return streamed * 100 <= grid * kWgStreamKMaxPercent ? blocks : 0;

@@ -16,7 +16,8 @@
 // partials of the blocks after it, in block order, and stores the tile).
 //
 // 32-bit throughout: the producer warpgroup walks this in 40 registers. The
-// planner takes stream-K only where T x S < 2^31 (wgmma_plan.h).
+// planner takes stream-K only where T x S <= INT32_MAX / 2 (wgmma_plan.h), so
+// that longer x (run + 1) stays in range too.
 #pragma once
 
 #include <cstdint>

@@ -259,7 +259,8 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
 
 def _workspace_floats(M: int, N: int, block_size: int) -> tuple[int, int]:
     """The CUDA kernels' fp32 workspace: the split-K floats, then stream-K's, which start
-    on a 256-byte boundary (its partials move as float4)."""
+    256 bytes from the buffer's start, a multiple of it (its partials move as float4; the
+    planner checks their 16-byte alignment and runs without stream-K otherwise)."""
     split = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
     stream_k = _shapes.stream_k_workspace_floats(M, _wgmma_runs(block_size))
     return (_shapes.round_up(split, 64) if stream_k else split), stream_k

@@ -19,7 +19,9 @@ from conftest import WGMMA_PRODUCER_ROWS, header_constant, header_define, host_p
 from jax_marlin import _layout, _shapes
 
 # (SMs, opt-in shared memory per block): Hopper parts only, the kernel is sm_90a.
-DEVICES = {"h200": (132, 232448), "h100_pcie": (114, 232448), "small": (16, 232448)}
+# "many": more SMs than stream-K's partial slots (kStreamKMaxBlocks), none such yet.
+DEVICES = {"h200": (132, 232448), "h100_pcie": (114, 232448), "small": (16, 232448),
+           "many": (200, 232448)}
 SHAPES = [(8192, 28672), (28672, 8192), (4096, 4096), (4096, 14336), (14336, 4096),
           (1000, 200), (4100, 520), (4096, 136), (72, 37), (65536, 131072)]
 MS = [17, 32, 33, 64, 65, 128, 129, 200, 256, 257, 300, 383, 384, 512, 639, 640, 1000, 1024]
@@ -201,7 +203,8 @@ def stream_k(tmp_path_factory):
     (224, 64, 132), (128, 64, 132), (140, 16, 132), (300, 7, 114), (5, 7, 3), (7, 5, 3),
     (133, 64, 132),  # 1 tile over a wave: the wave joins the stream-K part
     (448, 128, 132), (264, 128, 132), (265, 3, 132),
-    (200, 1, 132)])  # runs of 0 or 1 stage (run = 0)
+    (200, 1, 132),  # runs of 0 or 1 stage (run = 0)
+    (32, 64, 132), (1, 64, 132)])  # forced (kForceWgmmaStreamK): fewer tiles than blocks
 def test_the_stream_k_schedule(stream_k, tiles, stages, blocks):
     """ffi/wgmma_stream_k.h (docs/design/wgmma_stream_k.md): every (tile, stage) exactly
     once; the whole waves data-parallel; the rest in runs one stage apart at most; a block
@@ -259,14 +262,18 @@ MAX_PERCENT = header_constant("wgmma_plan.h", "kWgStreamKMaxPercent")
 MAX_BLOCKS = header_constant("wgmma_stream_k.h", "kStreamKMaxBlocks")
 
 
-def _model_stream_k(tiles, stages, blocks):
+def _model_stream_k(tiles, stages, slots):
     """Stream-K's stage times written out again: the data-parallel waves, the longest run
-    and the fix-up, against one block a tile's waves; its blocks where it saves enough."""
+    and the fix-up on one block a slot (at most MAX_BLOCKS), against one block a tile's
+    waves on every slot; its blocks where it saves enough."""
+    if tiles <= slots:
+        return 0
+    blocks = min(slots, MAX_BLOCKS)
     waves = tiles // blocks
     if waves and 2 * (tiles % blocks) < blocks:
         waves -= 1
     run = -(-(tiles - waves * blocks) * stages // blocks)
-    grid = -(-tiles // blocks) * stages
+    grid = -(-tiles // slots) * stages
     return blocks if (waves * stages + run + FIXUP) * 100 <= grid * MAX_PERCENT else 0
 
 
@@ -280,7 +287,7 @@ def test_stream_k_is_planned_where_the_model_says_it_saves(planner):
         "wgmma_stream_k.h", "kStreamKPartialFloats")
     cases = [(*case, _shapes.stream_k_workspace_floats(case[0], True)) for _, case in _cases()]
     short = [case[:7] + (case[7] - 1,) for case in cases]
-    taken = 0
+    by_device = collections.Counter()
     for case, got, without in zip(cases, planner(cases), planner(short)):
         M, K, N, block, workspace, sms, _, area = case
         rows, n_blocks, m_blocks, splits, per_split, _, cluster_k, producer, stream_k = got
@@ -289,12 +296,10 @@ def test_stream_k_is_planned_where_the_model_says_it_saves(planner):
         if not (producer and splits == 1 and not cluster_k and area):
             assert stream_k == 0, (case, got)
             continue
-        blocks = min(sms, MAX_BLOCKS)
-        tiles = n_blocks * m_blocks
-        want = _model_stream_k(tiles, per_split, blocks) if tiles > blocks else 0
+        want = _model_stream_k(n_blocks * m_blocks, per_split, sms)
         assert stream_k == want, (case, got, want)
-        taken += bool(stream_k)
-    assert taken > 0
+        by_device[sms] += bool(stream_k)
+    assert by_device[DEVICES["h200"][0]] > 0 and by_device[DEVICES["many"][0]] > 0, by_device
 
 
 @pytest.mark.parametrize("M, K, N, blocks", [
