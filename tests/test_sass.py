@@ -1,7 +1,7 @@
 """What ptxas made of the Hopper kernel, read from the installed CUDA module (no GPU).
 
-Two ways the wgmma producer kernel has lost speed with every GPU test still passing,
-both visible in its SASS:
+Three ways the wgmma producer kernel has lost speed or would, with every GPU test still
+passing, all visible in its SASS:
 - its registers: the producer warpgroup hands registers to the consumers with
   setmaxnreg, which needs the launch to hold exactly kWgLaunchRegs (168) a thread
   (ffi/wgmma_kernel.cu); at any other count the launcher falls back to the cp.async
@@ -10,7 +10,12 @@ both visible in its SASS:
   lane-dependent branches inside the loop around the mainloop, and ptxas moved the
   slot addresses and wgmma descriptors out of uniform registers (R2UR before every
   HGMMA, BSSY/BSYNC and WARPSYNC around every barrier wait): 18-40% slower on the H200
-  (docs/perf/NOTES.md, session 24, call N).
+  (docs/perf/NOTES.md, session 24, call N);
+- its wgmma pipeline: where ptxas sees a non-wgmma write of the accumulators inside the
+  pipeline it serializes every wgmma (ptxas info C7515): each HGMMA then waits for its
+  own completion (WARPGROUP.DEPBAR.LE gsb0, 0x0) instead of overlapping the next
+  stage's dequantization. Seen in session 26 on a branch that moved stream-K's schedule
+  (a conditional zeroing of the accumulators at a segment's start).
 
 Needs cuobjdump and nvdisasm (a CUDA toolkit on PATH, or the nvidia-cuda-cuobjdump and
 nvidia-cuda-nvdisasm wheels of the test extra) and a module built with sm_90a code;
@@ -79,3 +84,5 @@ def test_the_producer_mainloop_keeps_the_uniform_datapath(cuobjdump):
         diverged = [t for t in body if re.search(r"\b(R2UR|BSSY|BSYNC|WARPSYNC)\b", t)]
         assert not diverged, (name, diverged[:6])
         assert any(re.search(r"\bU(MOV|LOP3|IADD3)\b", t) for t in body), name
+        serialized = [t for t in body if re.search(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*0x0\b", t)]
+        assert not serialized, (name, len(serialized))
