@@ -68,8 +68,19 @@ struct WgmmaParams : GemmOperands {
   int cluster_k;  // 1: blockIdx.z = 0, 1 are a cluster adding on chip (num_splits = 2)
   int tail_box_rows;  // the producer's last row block: its tail map's box rows (0: none)
   int m_blocks;       // row blocks (gridDim.y, or stream-K's tiles t = x m_blocks + y)
-  StreamKSchedule sk;  // sk.blocks > 0: the producer's tiles stream-K (wgmma_stream_k.h)
-  float* sk_workspace;  // its flags and partials (kStreamKWorkspaceFloats)
+};
+// Past 128 bytes the parameters cost the 128-row cp.async kernel 4-5% (128 x
+// 4096 x 4096: 11.6 -> 12.2 us, session 26 call U): with stream-K's fields
+// here (160 bytes) ptxas scheduled that instance differently from its
+// prologue on, though none of its code reads them; at 128 bytes, or with the
+// same fields as a kernel parameter of their own, its SASS is unchanged.
+static_assert(sizeof(WgmmaParams) <= 128, "stream-K's fields go in StreamKParams");
+
+// The producer kernel's stream-K (wgmma_stream_k.h), a kernel parameter of
+// its own (above says why).
+struct StreamKParams {
+  StreamKSchedule schedule;  // schedule.blocks > 0: the tiles run stream-K
+  float* workspace = nullptr;  // its flags and partials (kStreamKWorkspaceFloats)
 };
 
 // ---------------------------------------------------------------------------
@@ -181,13 +192,13 @@ struct BlockSegment {
 };
 
 // The walk's start: the grid cell's one pass is iteration 0 of [0, 1).
-__device__ __forceinline__ StreamKWalk first_walk(const WgmmaParams& p) {
-  return p.sk.blocks ? stream_k_walk(p.sk, blockIdx.x) : StreamKWalk{0, 0, 1};
+__device__ __forceinline__ StreamKWalk first_walk(const StreamKSchedule& sk) {
+  return sk.blocks ? stream_k_walk(sk, blockIdx.x) : StreamKWalk{0, 0, 1};
 }
 
-__device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, StreamKWalk& walk,
-                                                   BlockSegment* seg) {
-  if (p.sk.blocks == 0) {
+__device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, const StreamKSchedule& sk,
+                                                   StreamKWalk& walk, BlockSegment* seg) {
+  if (sk.blocks == 0) {
     if (walk.i == walk.end) return false;
     ++walk.i;
     seg->x = blockIdx.x;
@@ -196,7 +207,7 @@ __device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, StreamK
     seg->n_stages = min(p.stages - seg->s_first, p.stages_per_split);
     return true;
   }
-  if (!stream_k_next(p.sk, blockIdx.x, walk, &seg->sk)) return false;
+  if (!stream_k_next(sk, blockIdx.x, walk, &seg->sk)) return false;
   seg->x = seg->sk.tile / p.m_blocks;
   seg->y = seg->sk.tile - seg->x * p.m_blocks;
   seg->s_first = seg->sk.stage_begin;
@@ -232,7 +243,8 @@ __device__ __forceinline__ bool next_block_segment(const WgmmaParams& p, StreamK
 //    stored (nor pushed to a peer that stores them).
 // expect_tx is the sum of exactly these copies' bytes.
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups>
-__device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUtensorMap* act_map,
+__device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const StreamKSchedule& sk,
+                                               const CUtensorMap* act_map,
                                                const CUtensorMap* tail_map) {
   using Cfg = WgmmaConfig<kRows>;
   extern __shared__ unsigned char smem_raw[];
@@ -261,9 +273,9 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const CUten
     uint32_t phase = 0;
     // The block's segments, as the consumers walk them (the slot and phase
     // carry on from one to the next).
-    StreamKWalk walk = first_walk(p);
+    StreamKWalk walk = first_walk(sk);
     BlockSegment seg;
-    while (next_block_segment(p, walk, &seg)) {
+    while (next_block_segment(p, sk, walk, &seg)) {
       const bool tail = p.tail_box_rows > 0 && seg.y + 1 == p.m_blocks;
       const CUtensorMap* map = tail ? tail_map : act_map;
       const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
@@ -509,6 +521,7 @@ template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups JM_WG_PRODUC
 __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRows))
     wgmma_gemm_kernel(const WgmmaParams p
 #if JAX_MARLIN_WGMMA_PRODUCER
+                      , const StreamKParams stream_k
                       , const __grid_constant__ CUtensorMap act_map
                       , const __grid_constant__ CUtensorMap tail_map
 #endif
@@ -532,7 +545,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
       // consumers' setmaxnreg.inc blocks until the pool holds what it asks
       // for, so this dec must run before any producer warp could exit.
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs) : "memory");
-      wgmma_producer<T, kZP, kRows, kTwoGroups>(p, &act_map, &tail_map);
+      wgmma_producer<T, kZP, kRows, kTwoGroups>(p, stream_k.schedule, &act_map, &tail_map);
       return;
     }
     // The two consumer warpgroups take what the producer released. Budget
@@ -810,8 +823,8 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
                                   uint32_t staging) {
     static_assert(!kProducer || kRows / 2 * kWgThreads == kStreamKPartialFloats,
                   "a partial slot holds a tile's accumulators");
-    uint32_t* flags = reinterpret_cast<uint32_t*>(p.sk_workspace);
-    float* partials = p.sk_workspace + kStreamKFlagFloats;
+    uint32_t* flags = reinterpret_cast<uint32_t*>(stream_k.workspace);
+    float* partials = stream_k.workspace + kStreamKFlagFloats;
     if (!sk.whole && !sk.owner) {
       float4* mine = reinterpret_cast<float4*>(
           partials + static_cast<int64_t>(blockIdx.x) * kStreamKPartialFloats);
@@ -892,13 +905,14 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
   // The block's segments, as the producer walks them: the grid cell's one, or
   // stream-K's list, each ended here (store, publish, or add then store).
-  StreamKWalk walk = first_walk(p);
+  // Each segment starts from zero accumulators, the grid cell's one too: a
+  // zeroing under `if (stream_k.schedule.blocks)` made ptxas serialize the
+  // mainloop's wgmmas (warning C7515; tests/test_sass.py checks it does not).
+  StreamKWalk walk = first_walk(stream_k.schedule);
   BlockSegment seg;
-  while (next_block_segment(p, walk, &seg)) {
-    if (p.sk.blocks) {
+  while (next_block_segment(p, stream_k.schedule, walk, &seg)) {
 #pragma unroll
-      for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
-    }
+    for (int i = 0; i < kRows / 2; ++i) d[i] = 0.f;
     int s = 0;
     for (; s + 1 < seg.n_stages; s += 2) {
       compute_stage(s, frag_even);
@@ -910,7 +924,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     // into the ring once every consumer says so). Under stream-K the producer
     // may be filling released slots for the next segment, never a held one.
     wgmma_wait<0>();
-    if (p.sk.blocks == 0) break;  // the grid cell's epilogue, below
+    if (stream_k.schedule.blocks == 0) break;  // the grid cell's epilogue, below
     // The segment's last slot (release_slot, not yet released) stages a
     // stored tile; then the producer may fill it for the next segment, its
     // bulk copies (the async proxy) after these generic accesses: the fence.
@@ -918,7 +932,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     fence_proxy_async_shared();
     release();
   }
-  if (p.sk.blocks) return;
+  if (stream_k.schedule.blocks) return;
   } else
 #endif
   {
@@ -1147,8 +1161,9 @@ cudaError_t encode_activations(const WgmmaParams& p, int rows, CUtensorMap* map)
 // __syncthreads count every launched thread: the producer's warps must not
 // be launched with it).
 template <typename T, ZeroPointKind kZP, int kRows, bool kTwoGroups, bool kUseProducer>
-cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
-                        const DeviceLimits& device, cudaStream_t stream) {
+cudaError_t launch_rows(const WgmmaParams& p, const StreamKParams& stream_k,
+                        const WgmmaGridInfo& plan, const DeviceLimits& device,
+                        cudaStream_t stream) {
   constexpr auto kernel =
       wgmma_gemm_kernel<T, kZP, kRows, kTwoGroups JM_WG_PRODUCER_TARG(kUseProducer)>;
   constexpr int threads = kUseProducer ? kWgBlockThreads : kWgThreads;
@@ -1163,10 +1178,10 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
   CUtensorMap act_map{}, tail_map{};  // the cp.async mainloop never reads them
   WgmmaParams q = p;
   if constexpr (kUseProducer) {
-    if (p.sk.blocks > 0) {
+    if (stream_k.schedule.blocks > 0) {
       // The flags start unpublished: XLA hands the workspace over with
       // whatever it last held. A memset node under graph capture.
-      if (cudaError_t err = cudaMemsetAsync(p.sk_workspace, 0,
+      if (cudaError_t err = cudaMemsetAsync(stream_k.workspace, 0,
                                             kStreamKFlagFloats * sizeof(float), stream);
           err != cudaSuccess)
         return err;
@@ -1182,7 +1197,7 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
         return err;
     }
   }
-#define JM_WG_ARGS q, act_map, tail_map
+#define JM_WG_ARGS q, stream_k, act_map, tail_map
 #else
 #define JM_WG_ARGS p
 #endif
@@ -1199,36 +1214,41 @@ cudaError_t launch_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
 template <typename T, ZeroPointKind kZP, bool kTwoGroups>
 cudaError_t launch_cp_async_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
                                  const DeviceLimits& device, cudaStream_t stream) {
+  constexpr StreamKParams kNoStreamK{};  // the cp.async ring runs grids only
   switch (plan.rows) {
     case 32:
-      return launch_rows<T, kZP, 32, kTwoGroups, false>(p, plan, device, stream);
+      return launch_rows<T, kZP, 32, kTwoGroups, false>(p, kNoStreamK, plan, device, stream);
     case 64:
-      return launch_rows<T, kZP, 64, kTwoGroups, false>(p, plan, device, stream);
+      return launch_rows<T, kZP, 64, kTwoGroups, false>(p, kNoStreamK, plan, device, stream);
     case 128:
-      return launch_rows<T, kZP, 128, kTwoGroups, false>(p, plan, device, stream);
+      return launch_rows<T, kZP, 128, kTwoGroups, false>(p, kNoStreamK, plan, device, stream);
     case 256:
-      return launch_rows<T, kZP, 256, kTwoGroups, false>(p, plan, device, stream);
+      return launch_rows<T, kZP, 256, kTwoGroups, false>(p, kNoStreamK, plan, device, stream);
   }
   return cudaErrorInvalidValue;
 }
 
 template <typename T, ZeroPointKind kZP, bool kTwoGroups>
-cudaError_t launch_planned_rows(const WgmmaParams& p, const WgmmaGridInfo& plan,
-                                const DeviceLimits& device, cudaStream_t stream) {
+cudaError_t launch_planned_rows(const WgmmaParams& p, const StreamKParams& stream_k,
+                                const WgmmaGridInfo& plan, const DeviceLimits& device,
+                                cudaStream_t stream) {
 #if JAX_MARLIN_WGMMA_PRODUCER
   // Only 256-row plans take the producer (launched_plan), so only they are
   // built with it.
   if (plan.producer)
-    return launch_rows<T, kZP, kWgProducerRows, kTwoGroups, true>(p, plan, device, stream);
+    return launch_rows<T, kZP, kWgProducerRows, kTwoGroups, true>(p, stream_k, plan, device,
+                                                                  stream);
 #endif
   return launch_cp_async_rows<T, kZP, kTwoGroups>(p, plan, device, stream);
 }
 
 template <typename T, ZeroPointKind kZP>
-cudaError_t launch_zero_points(const WgmmaParams& p, const WgmmaGridInfo& plan,
-                               const DeviceLimits& device, cudaStream_t stream) {
-  return p.group_size == 32 ? launch_planned_rows<T, kZP, true>(p, plan, device, stream)
-                            : launch_planned_rows<T, kZP, false>(p, plan, device, stream);
+cudaError_t launch_zero_points(const WgmmaParams& p, const StreamKParams& stream_k,
+                               const WgmmaGridInfo& plan, const DeviceLimits& device,
+                               cudaStream_t stream) {
+  return p.group_size == 32
+             ? launch_planned_rows<T, kZP, true>(p, stream_k, plan, device, stream)
+             : launch_planned_rows<T, kZP, false>(p, stream_k, plan, device, stream);
 }
 
 // Whether this module carries sm_90a code for the kernel and the device runs
@@ -1353,14 +1373,16 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
   p.num_splits = plan.splits;
   p.cluster_k = plan.cluster_k;
   p.m_blocks = static_cast<int>(plan.m_blocks);
+  StreamKParams stream_k{};
   if (plan.stream_k_blocks > 0) {
-    p.sk = make_stream_k(static_cast<int>(plan.n_blocks * plan.m_blocks),
-                         plan.stages_per_split, plan.stream_k_blocks);
-    p.sk_workspace = args.stream_k_workspace;
+    stream_k.schedule = make_stream_k(static_cast<int>(plan.n_blocks * plan.m_blocks),
+                                      plan.stages_per_split, plan.stream_k_blocks);
+    stream_k.workspace = args.stream_k_workspace;
   }
   const cudaError_t err = with_activation_type(args.dtype, [&](auto act) {
     return with_zero_point_kind(args.zero_point_kind, [&](auto zp) {
-      return launch_zero_points<decltype(act), decltype(zp)::value>(p, plan, device, stream);
+      return launch_zero_points<decltype(act), decltype(zp)::value>(p, stream_k, plan, device,
+                                                                    stream);
     });
   });
   if (err != cudaSuccess) return err;
