@@ -1018,10 +1018,17 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   // With a k-split in clusters the halves add on chip (below); with any other
   // k-split the fp32 partial goes to the workspace (every column of the tile is
   // < n_pad) and LaunchSplitKReduce adds the splits and the bias; without one
-  // the tile leaves through shared memory (store_outputs).
+  // the tile leaves through shared memory (store_outputs), as a cluster's kept
+  // half does.
   const int tile = tile0 + wg;
 #if __CUDA_ARCH__ >= 900
-  if (p.cluster_k) {
+  // p.cluster_k, asked of the hardware here: read from the parameter, its
+  // predicate was kept from the prologue across the mainloop, and spilled in
+  // three of the producer's instances once the kept half left through
+  // store_outputs (a cluster of 2 is launched exactly when p.cluster_k).
+  uint32_t cluster_blocks;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_blocks));
+  if (cluster_blocks > 1) {
     // The k-split's two blocks of this tile pair are a cluster (1, 1, 2): every
     // thread of both holds the same outputs (same tiles, same rows, its half of
     // k). Rank r keeps rows m0 + [r kRows / 2, (r + 1) kRows / 2), i.e. d[i]
@@ -1061,9 +1068,15 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
                   peer_halves_in);
     }
     mbarrier_wait_cluster(halves_in, 0);
-    if (tile < p.n_tiles) {
-      T* out = static_cast<T*>(p.out);
-      const T* bias = static_cast<const T*>(p.bias);
+    // The kept half is a block of kRows / 2 rows in the accumulators' layout
+    // (index i of it is row 8 (i >> 2) + 2 q + (i & 1) of m0 + r kRows / 2),
+    // so it leaves as the grid's tiles do: staged by stmatrix in this ring
+    // past the peer's half, then 16-byte row chunks. Stored from registers,
+    // each value was a 2-byte store with its own address and bounds checks.
+    // The sums go in place, into d[0, kHalf), one loop a rank: with the rank
+    // a select inside one loop, both halves of d stayed live beside the
+    // peer's loaded values, and the producer's 256-row instances spilled.
+    auto add_peer_half = [&](const int kept_from, const bool rank1) {
 #pragma unroll
       for (int c = 0; c < kHalf / 4; ++c) {
         const uint4 got = lds_128(smem_base + (c * kWgThreads + tid) * 16);
@@ -1071,17 +1084,20 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
                                  __uint_as_float(got.z), __uint_as_float(got.w)};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int i = 4 * c + e;  // of the kept half
-          const float own = rank ? d[kHalf + i] : d[i];
-          const float sum = rank ? peer_v[e] + own : own + peer_v[e];
-          const int k = i + (rank ? kHalf : 0);
-          const int64_t m = m0 + 8 * (k >> 2) + 2 * q + (k & 1);
-          const int64_t n =
-              static_cast<int64_t>(tile) * 64 + 16 * wg_warp + g + 8 * ((k >> 1) & 1);
-          if (m < p.M && n < p.N) store_with_bias(out, bias, m, n, p.N, sum);
+          const int i = 4 * c + e;
+          d[i] = rank1 ? peer_v[e] + d[kept_from + i] : d[kept_from + i] + peer_v[e];
         }
       }
-    }
+    };
+    if (rank)
+      add_peer_half(kHalf, true);
+    else
+      add_peer_half(0, false);
+    static_assert(kHalfBytes + kWgTiles * (kRows / 2) * kStagedRowBytes <=
+                      Cfg::kStages * Cfg::kStageBytes,
+                  "the peer's half and both warpgroups' kept rows fit the ring");
+    store_outputs<T, kRows / 2>(p, reinterpret_cast<const float(&)[kHalf]>(d),
+                                smem_base + kHalfBytes, tile, m0 + rank * (kRows / 2));
     return;
   }
 #endif
