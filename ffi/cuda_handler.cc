@@ -64,18 +64,20 @@ cudaError_t GetDeviceLimits(DeviceLimits* limits) {
     *limits = cache[device];
     return cudaSuccess;
   }
-  int major = 0, minor = 0;
+  int major = 0, minor = 0, l2_bytes = 0;
   for (auto [value, attribute] :
        {std::pair{&limits->sm_count, cudaDevAttrMultiProcessorCount},
         std::pair{&limits->max_shared_bytes_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin},
         std::pair{&major, cudaDevAttrComputeCapabilityMajor},
-        std::pair{&minor, cudaDevAttrComputeCapabilityMinor}}) {
+        std::pair{&minor, cudaDevAttrComputeCapabilityMinor},
+        std::pair{&l2_bytes, cudaDevAttrL2CacheSize}}) {
     if (cudaError_t error = cudaDeviceGetAttribute(value, attribute, device);
         error != cudaSuccess) {
       return error;
     }
   }
   limits->compute_capability = 10 * major + minor;
+  limits->l2_bytes = l2_bytes;
   limits->ordinal = device;
   // Only a hint for the planner: a failed query leaves the counts unknown (0),
   // and they are cached like the rest, so every call of the process plans the

@@ -72,6 +72,9 @@ struct DeviceLimits {
   // 0: unknown, taken as sm_count; -1: the query said no cluster of C fits (a
   // partition with small GPCs), and the planner then plans none.
   int cluster_blocks[3] = {0, 0, 0};
+  // The L2's bytes (cudaDevAttrL2CacheSize); 0: unknown, and the planner's rules
+  // that read it then do not apply.
+  int64_t l2_bytes = 0;
 };
 
 // Fills device->cluster_blocks (sm_90 and later; left 0 elsewhere, and where the

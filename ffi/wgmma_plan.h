@@ -278,13 +278,22 @@ inline bool wgmma_plans_producer(const WgmmaGridInfo& plan) {
 // into even runs, the cut tiles added through fp32 partials in the stream-K
 // workspace. Taken where the stage times (+ kWgStreamKFixupStages for the
 // partials' round trip and the flags' memset) come to at most
-// kWgStreamKMaxPercent of the grid's, a kernel split (splits, cluster_k) never.
+// kWgStreamKMaxPercent of the grid's, a kernel split (splits, cluster_k) never,
+// and not where the activations (M x K) pass kWgStreamKMaxL2Percent of the L2:
+// the grid's waves walk k together, so the L2 holds a slice of each row
+// block's activations, while stream-K's blocks sit at scattered k across
+// the tiles and every row block's activations are live at once. At 768 x
+// 28672 x 8192 (44 MB of activations, a 60 MB L2) stream-K ran 4% slower
+// than its grid on random bits while it saved 10% on zeros, whose DRAM
+// traffic draws little power; at 768 x 8192 x 28672 (12.6 MB) it saved 9%
+// on random bits (session 27 calls D and E).
 // -DJAX_MARLIN_WGMMA_STREAM_K=0 builds without it.
 #ifndef JAX_MARLIN_WGMMA_STREAM_K
 #define JAX_MARLIN_WGMMA_STREAM_K 1
 #endif
 constexpr int kWgStreamKFixupStages = 5;
 constexpr int kWgStreamKMaxPercent = 97;
+constexpr int kWgStreamKMaxL2Percent = 50;
 
 // The persistent blocks of `plan` under stream-K, or 0 where it keeps its grid.
 // `forced` (kForceWgmmaStreamK): wherever the kernel can run it, whatever it
@@ -309,6 +318,9 @@ inline int wgmma_stream_k_blocks(const WgmmaGridInfo& plan, const MarlinGemmArgs
   // (32-bit schedule arithmetic: longer x (run + 1) stays under tiles x stages + P.)
   if ((tiles <= slots && !forced) || tiles * stages > INT32_MAX / 2) return 0;
   if (forced) return blocks;
+  const int64_t activation_bytes = args.M * args.K * 2;  // fp16 or bf16
+  if (device.l2_bytes > 0 && activation_bytes * 100 > device.l2_bytes * kWgStreamKMaxL2Percent)
+    return 0;
   const StreamKSchedule s =
       make_stream_k(static_cast<int>(tiles), static_cast<int>(stages), blocks);
   const int64_t grid = ceil_div(tiles, int64_t{slots}) * stages;

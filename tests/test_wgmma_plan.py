@@ -109,6 +109,7 @@ def test_h200_grids_are_the_ones_nsight_compute_showed(planner, K, N, M, grid):
 
 
 H200_CLUSTER_BLOCKS = "132,120,120"  # clusters of 2, 4, 8 placed at once (QueryClusterBlocks)
+H200_L2_BYTES = 60 * 1024 * 1024  # cudaDevAttrL2CacheSize
 
 
 def _model_us(rows, blocks, per_split, splits, cluster_k, slots):
@@ -310,9 +311,30 @@ def test_stream_k_is_planned_where_the_model_says_it_saves(planner):
     (256, 28672, 8192, 0),     # k in 2, clusters of 2
     (256, 4096, 17000, 132),   # 133 tiles: the whole wave joins the one left
     (256, 1024, 28672, 0),     # 16 stages a tile: the fix-up outweighs
+    (768, 8192, 28672, 132),   # 672 tiles, 12.6 MB of activations: 621 -> 563 us (random)
+    (768, 28672, 8192, 0),     # 44 MB of activations, over half the L2: 651 -> 678 us
 ])
 def test_h200_stream_k_plans(planner, M, K, N, blocks):
     case = (M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)),
-            *DEVICES["h200"], _shapes.stream_k_workspace_floats(M, True))
+            *DEVICES["h200"], _shapes.stream_k_workspace_floats(M, True), H200_L2_BYTES)
     (got,) = planner([case], H200_CLUSTER_BLOCKS)
     assert got[8] == blocks, got
+
+
+def test_stream_k_keeps_the_grid_where_the_activations_crowd_the_l2(planner):
+    """wgmma_stream_k_blocks' L2 rule: past kWgStreamKMaxL2Percent of the L2 in
+    activations (M x K x 2 bytes) the grid stays; an unknown L2 (0) applies no rule, and
+    the rule only ever turns stream-K off (the grid itself is the same)."""
+    limit = header_constant("wgmma_plan.h", "kWgStreamKMaxL2Percent")
+    checked = 0
+    for _, case in _cases():
+        if case[5] != DEVICES["h200"][0]:
+            continue
+        M, K = case[0], case[1]
+        base = (*case, _shapes.stream_k_workspace_floats(M, True))
+        unknown, known = planner([(*base, 0), (*base, H200_L2_BYTES)])
+        assert known[:8] == unknown[:8], (case, known, unknown)
+        crowded = M * K * 2 * 100 > H200_L2_BYTES * limit
+        assert known[8] == (0 if crowded else unknown[8]), (case, known, unknown)
+        checked += crowded and unknown[8] > 0
+    assert checked > 0  # some plan the rule turned off

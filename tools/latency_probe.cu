@@ -542,6 +542,9 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.ordinal));
   CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.ordinal));
   device.compute_capability = 10 * major + minor;
+  int l2_bytes = 0;
+  CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device.ordinal));
+  device.l2_bytes = l2_bytes;
   CHECK(jax_marlin::QueryClusterBlocks(&device));
   std::printf("blocks placed at once in clusters of 2, 4, 8: %d, %d, %d\n",
               device.cluster_blocks[0], device.cluster_blocks[1], device.cluster_blocks[2]);
