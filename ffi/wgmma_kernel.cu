@@ -1073,26 +1073,18 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     // so it leaves as the grid's tiles do: staged by stmatrix in this ring
     // past the peer's half, then 16-byte row chunks. Stored from registers,
     // each value was a 2-byte store with its own address and bounds checks.
-    // The sums go in place, into d[0, kHalf), one loop a rank: with the rank
-    // a select inside one loop, both halves of d stayed live beside the
-    // peer's loaded values, and the producer's 256-row instances spilled.
-    auto add_peer_half = [&](const int kept_from, const bool rank1) {
+    // The sums go in place, into d[0, kHalf) (rank 1's own half is d[kHalf, ..)).
 #pragma unroll
-      for (int c = 0; c < kHalf / 4; ++c) {
-        const uint4 got = lds_128(smem_base + (c * kWgThreads + tid) * 16);
-        const float peer_v[4] = {__uint_as_float(got.x), __uint_as_float(got.y),
-                                 __uint_as_float(got.z), __uint_as_float(got.w)};
+    for (int c = 0; c < kHalf / 4; ++c) {
+      const uint4 got = lds_128(smem_base + (c * kWgThreads + tid) * 16);
+      const float peer_v[4] = {__uint_as_float(got.x), __uint_as_float(got.y),
+                               __uint_as_float(got.z), __uint_as_float(got.w)};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = 4 * c + e;
-          d[i] = rank1 ? peer_v[e] + d[kept_from + i] : d[kept_from + i] + peer_v[e];
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * c + e;
+        d[i] = (rank ? d[kHalf + i] : d[i]) + peer_v[e];
       }
-    };
-    if (rank)
-      add_peer_half(kHalf, true);
-    else
-      add_peer_half(0, false);
+    }
     static_assert(kHalfBytes + kWgTiles * (kRows / 2) * kStagedRowBytes <=
                       Cfg::kStages * Cfg::kStageBytes,
                   "the peer's half and both warpgroups' kept rows fit the ring");
