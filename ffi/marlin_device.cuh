@@ -75,6 +75,21 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
 #endif
 }
 
+// cp_async_16 made only where `issue` holds, as one predicated instruction
+// (no branch: a branch around a copy puts it in a basic block of its own, and
+// ptxas pads each block's first LDGSTS with three never-executed LDS, which
+// still take issue slots).
+__device__ __forceinline__ void cp_async_16_if(uint32_t dst, const void* src, int src_bytes,
+                                               bool issue) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n"
+      " @p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}\n" ::"r"(dst),
+      "l"(src), "r"(src_bytes), "r"(static_cast<int>(issue))
+      : "memory");
+#endif
+}
+
 // The streaming kernel's codes: 16 bytes read once by exactly one warp. .cg
 // skips L1 (no reuse, and it would evict the scales other warps share);
 // L2::256B lets L2 fetch the warp's 512-byte unit in 256-byte pieces rather

@@ -702,15 +702,30 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   const int64_t word_stride = word_ok ? word_group_stride : 0;
   const int word_bytes = word_ok ? 16 : 0;
 
+  // Each source is base + index x stride with index and stride known to be
+  // non-negative 32-bit values (s, gi; a stage's bytes, a group's bytes:
+  // n_pad x 2 < 2^32), so that the product and the add are one IMAD.WIDE.U32
+  // (signed, ptxas added the sign's IMADs and SHFs: ~45 instructions a stage
+  // a thread for four copies, ~30% of the 64-row instance's executed
+  // instructions, session 28 call A). The words' copy is predicated rather
+  // than branched around (cp_async_16_if says why).
+  const uint32_t word_stride32 = static_cast<uint32_t>(word_stride);
+  auto at = [](const void* base, uint32_t index, uint32_t stride) {
+    uint64_t address;
+    asm("mad.wide.u32 %0, %1, %2, %3;\n"
+        : "=l"(address)
+        : "r"(index), "r"(stride), "l"(reinterpret_cast<uint64_t>(base)));
+    return reinterpret_cast<const void*>(address);
+  };
   auto load_interior_stage = [&](int s, uint32_t base) {
-    cp_async_16(base + code_dst, code_base + static_cast<int64_t>(s) * code_stride, code_bytes);
+    const uint32_t su = static_cast<uint32_t>(s);
+    cp_async_16(base + code_dst, at(code_base, su, code_stride), code_bytes);
 #pragma unroll
     for (int i = 0; i < kActChunks; ++i)
-      cp_async_16(base + act_dst[i], act_src[i] + s * kWgStageK, act_bytes[i]);
-    if (tid < kWordChunks) {
-      const int gi = ((s * kWgStageK) >> log_group) + word_j;
-      cp_async_16(base + word_dst, word_base + gi * word_stride, word_bytes);
-    }
+      cp_async_16(base + act_dst[i], at(act_src[i], su, kWgStageK * sizeof(T)), act_bytes[i]);
+    const uint32_t gi = ((su * kWgStageK) >> log_group) + word_j;
+    cp_async_16_if(base + word_dst, at(word_base, gi, word_stride32), word_bytes,
+                   tid < kWordChunks);
   };
 
   auto load_stage = [&](int s, int slot) {
