@@ -75,10 +75,11 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
 #endif
 }
 
-// cp_async_16 made only where `issue` holds, as one predicated instruction
-// (no branch: a branch around a copy puts it in a basic block of its own, and
-// ptxas pads each block's first LDGSTS with three never-executed LDS, which
-// still take issue slots).
+// cp_async_16 made only where `issue` holds, asked for as one predicated
+// instruction rather than a branch around the copy (a branch puts the copy in a
+// basic block of its own, and ptxas pads a block's first LDGSTS with three
+// never-executed LDS, which still take issue slots). ptxas may still turn it
+// into a branch: it does in the wgmma ring (wgmma_kernel.cu).
 __device__ __forceinline__ void cp_async_16_if(uint32_t dst, const void* src, int src_bytes,
                                                bool issue) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -702,13 +702,17 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   const int64_t word_stride = word_ok ? word_group_stride : 0;
   const int word_bytes = word_ok ? 16 : 0;
 
-  // Each source is base + index x stride with index and stride known to be
-  // non-negative 32-bit values (s, gi; a stage's bytes, a group's bytes:
-  // n_pad x 2 < 2^32), so that the product and the add are one IMAD.WIDE.U32
-  // (signed, ptxas added the sign's IMADs and SHFs: ~45 instructions a stage
-  // a thread for four copies, ~30% of the 64-row instance's executed
-  // instructions, session 28 call A). The words' copy is predicated rather
-  // than branched around (cp_async_16_if says why).
+  // Up to 64 rows, each source is base + index x stride with index and
+  // stride known to be non-negative 32-bit values (s, gi; a stage's bytes, a
+  // group's bytes: n_pad x 2 < 2^32), so that each address is one unsigned
+  // wide multiply-add; signed, ptxas adds the sign's IMADs, SHFs and LEA
+  // pairs: the 64-row instance executes 146 instructions a stage a thread, 42
+  // of them this path, 31 so (ncu, session 28 call A). Measured (call B,
+  // kernels alone): 32 x 8192 x 28672 -4%, 64 x 4096 x 4096 -2.5%, 64 x 8192 x
+  // 28672 unmoved; at 128 rows 136.4 -> 138.9 us on 8192 x 28672 though its
+  // loop lost 93 of 545 instructions, so 128 and 256 rows keep the signed form.
+  // (The words' copy is asked for predicated, cp_async_16_if, as measured.)
+  constexpr bool kUnsignedAddresses = kRows <= 64;
   const uint32_t word_stride32 = static_cast<uint32_t>(word_stride);
   auto at = [](const void* base, uint32_t index, uint32_t stride) {
     uint64_t address;
@@ -718,14 +722,25 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     return reinterpret_cast<const void*>(address);
   };
   auto load_interior_stage = [&](int s, uint32_t base) {
-    const uint32_t su = static_cast<uint32_t>(s);
-    cp_async_16(base + code_dst, at(code_base, su, code_stride), code_bytes);
+    if constexpr (kUnsignedAddresses) {
+      const uint32_t su = static_cast<uint32_t>(s);
+      cp_async_16(base + code_dst, at(code_base, su, code_stride), code_bytes);
 #pragma unroll
-    for (int i = 0; i < kActChunks; ++i)
-      cp_async_16(base + act_dst[i], at(act_src[i], su, kWgStageK * sizeof(T)), act_bytes[i]);
-    const uint32_t gi = ((su * kWgStageK) >> log_group) + word_j;
-    cp_async_16_if(base + word_dst, at(word_base, gi, word_stride32), word_bytes,
-                   tid < kWordChunks);
+      for (int i = 0; i < kActChunks; ++i)
+        cp_async_16(base + act_dst[i], at(act_src[i], su, kWgStageK * sizeof(T)), act_bytes[i]);
+      const uint32_t gi = ((su * kWgStageK) >> log_group) + word_j;
+      cp_async_16_if(base + word_dst, at(word_base, gi, word_stride32), word_bytes,
+                     tid < kWordChunks);
+    } else {
+      cp_async_16(base + code_dst, code_base + static_cast<int64_t>(s) * code_stride, code_bytes);
+#pragma unroll
+      for (int i = 0; i < kActChunks; ++i)
+        cp_async_16(base + act_dst[i], act_src[i] + s * kWgStageK, act_bytes[i]);
+      if (tid < kWordChunks) {
+        const int gi = ((s * kWgStageK) >> log_group) + word_j;
+        cp_async_16(base + word_dst, word_base + gi * word_stride, word_bytes);
+      }
+    }
   };
 
   auto load_stage = [&](int s, int slot) {
