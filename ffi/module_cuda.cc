@@ -78,7 +78,9 @@ NB_MODULE(_cuda, m) {
     return plan;
   });
   // The wgmma kernel's grid (None where another kernel would run the GEMM, or
-  // the module has no sm_90a code), for tests of its row blocks and k-split.
+  // the module has no sm_90a code), for tests of its row blocks and k-split,
+  // and for the lowering, which adds stream-K's area only where this plan runs
+  // stream-K (jax_marlin/ops.py _workspace_floats).
   m.def("wgmma_plan", [](int64_t M, int64_t K, int64_t N, int64_t block_size,
                          int64_t zero_point_kind, bool bfloat16, int64_t workspace_floats,
                          int64_t stream_k_floats,

@@ -245,7 +245,9 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
         a = jnp.pad(a, ((0, 0), (0, k_kernel - K)))
     if params["zero_point_kind"] == "float":  # the kernel adds -zp * scale after scaling
         zero_points = (-zero_points.astype(jnp.float32) * scales.astype(jnp.float32)).astype(a.dtype)
-    split_floats, stream_k_floats = _workspace_floats(M, N, params["block_size"])
+    split_floats, stream_k_floats = _workspace_floats(
+        M, k_kernel, N, params["block_size"], params["zero_point_kind"],
+        a.dtype == jnp.bfloat16, split_k)
     call = jax.ffi.ffi_call(
         _ffi.CUDA_TARGET,
         (jax.ShapeDtypeStruct((M, N), a.dtype),
@@ -257,13 +259,24 @@ def _cuda(a, codes, scales, zero_points, bias, *, impl, split_k, **params):
     return out.reshape(*lead, N)
 
 
-def _workspace_floats(M: int, N: int, block_size: int) -> tuple[int, int]:
-    """The CUDA kernels' fp32 workspace: the split-K floats, then stream-K's, which start
-    256 bytes from the buffer's start, a multiple of it (its partials move as float4; the
-    planner checks their 16-byte alignment and runs without stream-K otherwise)."""
+def _workspace_floats(M: int, K: int, N: int, block_size: int, zero_point_kind: str,
+                      bfloat16: bool, split_k: int) -> tuple[int, int]:
+    """The CUDA kernels' fp32 workspace for the GEMM `_cuda` launches (K already rounded
+    up to 8): the split-K floats, then stream-K's area, which starts 256 bytes from the
+    buffer's start, a multiple of it (its partials move as float4; the planner checks
+    their 16-byte alignment and runs without stream-K otherwise). The area (21 MB) is
+    there only where this GPU's wgmma planner, asked with it, runs stream-K: a plan
+    without it (the 128-row halves, the k-splits, the grids) would only hold the memory.
+    The kernel plans again at run time; given no area it runs without stream-K."""
     split = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
     stream_k = _shapes.stream_k_workspace_floats(M, _wgmma_runs(block_size))
-    return (_shapes.round_up(split, 64) if stream_k else split), stream_k
+    if not stream_k:
+        return split, 0
+    split = _shapes.round_up(split, 64)
+    plan = _ffi.cuda_module().wgmma_plan(M, K, N, block_size,
+                                         _ZERO_POINT_KINDS[zero_point_kind], bfloat16,
+                                         split + stream_k, stream_k, split_k)
+    return (split, stream_k) if plan and plan["stream_k_blocks"] else (split, 0)
 
 
 def stream_plan(M: int, w, dtype, split_k: int = 0):
@@ -310,10 +323,11 @@ def _plan_query(name, M, w, dtype, split_k):
     same K rounding and workspace size)."""
     if not _ffi.has_cuda_kernel():
         raise RuntimeError(f"jax_marlin: {name} needs the CUDA module")
-    workspace = _workspace_floats(M, w.N, w.block_size)
+    K, bfloat16 = _shapes.round_up(w.K, 8), jnp.dtype(dtype) == jnp.bfloat16
+    workspace = _workspace_floats(M, K, w.N, w.block_size, w.zero_point_kind, bfloat16,
+                                  split_k)
     return getattr(_ffi.cuda_module(), name)(
-        M, _shapes.round_up(w.K, 8), w.N, w.block_size,
-        _ZERO_POINT_KINDS[w.zero_point_kind], jnp.dtype(dtype) == jnp.bfloat16,
+        M, K, w.N, w.block_size, _ZERO_POINT_KINDS[w.zero_point_kind], bfloat16,
         sum(workspace), workspace[1], split_k)
 
 

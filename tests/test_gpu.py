@@ -10,6 +10,7 @@ into the output would show as NaN or as a large error.
 """
 
 import random
+import re
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import jax_marlin as jm
-from jax_marlin import ops
+from jax_marlin import _layout, _shapes, ops
 from conftest import (BF16, Case, activations, assert_close, make_case, np_pack, oracle64,
                       requires_gpu, to_jnp, WGMMA_PRODUCER_ROWS)
 
@@ -717,6 +718,31 @@ FORCE_WGMMA_STREAM_K = -2004  # ffi/wgmma_kernel.h kForceWgmmaStreamK
 STREAM_K_SHAPES = [(256, 16936, 2048, 128, "packed", True), (300, 16936, 2048, 128, "none", True),
                    (520, 16936, 2048, 128, "packed", True),
                    (200, 28672, 2080, 32, "packed", True), (256, 28672, 4096, 64, "float", False)]
+
+
+@pytest.mark.parametrize("M, K, N", [(256, 8192, 28672), (256, 4096, 4096), (768, 28672, 8192),
+                                     (768, 8192, 28672)])
+def test_the_workspace_holds_stream_k_area_only_where_the_plan_runs_it(M, K, N):
+    """The lowered call's fp32 workspace is the split-K floats, plus stream-K's 21 MB area
+    exactly where this GPU's plan runs stream-K (ops._workspace_floats). On an H200:
+    256 x 8192 x 28672 and 768 x 8192 x 28672 stream-K; 256 x 4096 x 4096 the 128-row
+    cluster plan and 768 x 28672 x 8192 the grid (the L2 rule), neither holding the area.
+    The products stay right either way (the other GPU tests run these plans)."""
+    _producer_build()
+    q = jm.quantize(jnp.zeros((K, N), jnp.float32), block_size=128)  # only the shapes matter
+    w = jm.prepare(q.packed, q.scales.astype(jnp.float16), q.zero_points, K=K, N=N,
+                   block_size=128)
+    plan = ops.wgmma_plan(M, w, jnp.float16)
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert (plan["stream_k_blocks"] > 0) == (N == 28672), plan
+    text = jax.jit(lambda a, w: jm.matmul_nbits(a, w)).lower(
+        jax.ShapeDtypeStruct((M, K), jnp.float16), w).as_text()
+    line = next(l for l in text.splitlines() if "stablehlo.custom_call" in l)
+    workspace = int(re.search(r"tensor<(\d+)xf32>", line).group(1))
+    split = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
+    area = _shapes.STREAM_K_WORKSPACE_FLOATS if plan["stream_k_blocks"] else 0
+    assert split <= workspace - area < split + 64 and f"stream_k_floats = {area}" in line, (
+        workspace, area, line)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

@@ -212,18 +212,35 @@ def test_wgmma_plan_needs_the_cuda_module(monkeypatch, weights):
         ops.wgmma_plan(64, weights[4], jnp.float16)
 
 
-def test_the_stream_k_area_follows_the_split_k_floats_aligned(monkeypatch):
-    """Where the wgmma kernel runs, M = 129..1024 gets stream-K's area after the split-K
-    floats, starting on a 256-byte boundary (its partials move as float4; the planner
-    declines an unaligned one); elsewhere the workspace is the split-K floats alone."""
+def test_the_stream_k_area_is_there_where_the_planner_runs_stream_k(monkeypatch):
+    """Where the wgmma kernel runs, M = 129..1024 asks this GPU's wgmma planner with
+    stream-K's area after the split-K floats (starting on a 256-byte boundary: its
+    partials move as float4, and the planner declines an unaligned one), and keeps the
+    area only where that plan runs stream-K; elsewhere the workspace is the split-K
+    floats alone, and nothing is asked. The planner is a stand-in here: stream-K on
+    N = 28672 only; None (another kernel) for N = 136."""
+    calls = []
+
+    class Module:
+        def wgmma_plan(self, *args):
+            calls.append(args)
+            N = args[2]
+            return None if N == 136 else {"stream_k_blocks": 132 if N == 28672 else 0}
+
+    monkeypatch.setattr(_ffi, "cuda_module", lambda: Module())
     monkeypatch.setattr(ops, "_wgmma_runs", lambda block_size: True)
+    area = _shapes.STREAM_K_WORKSPACE_FLOATS
     for M, N in itertools.product([17, 128, 129, 256, 300, 1024, 1025], [136, 4096, 28672]):
-        split, stream_k = ops._workspace_floats(M, N, 128)
+        calls.clear()
+        split, stream_k = ops._workspace_floats(M, 8192, N, 128, "float", True, -2004)
         want = _shapes.split_k_workspace_floats(M, _layout.n_pad(N))
         if 129 <= M <= 1024:
-            assert stream_k == _shapes.STREAM_K_WORKSPACE_FLOATS and split % 64 == 0, (M, N)
-            assert want <= split < want + 64, (M, N, split)
+            assert split % 64 == 0 and want <= split < want + 64, (M, N, split)
+            assert calls == [(M, 8192, N, 128, 2, True, split + area, area, -2004)], (M, N)
+            assert stream_k == (area if N == 28672 else 0), (M, N)
         else:
-            assert (split, stream_k) == (want, 0), (M, N)
+            assert (split, stream_k) == (want, 0) and calls == [], (M, N)
     monkeypatch.setattr(ops, "_wgmma_runs", lambda block_size: False)
-    assert ops._workspace_floats(256, 28672, 128)[1] == 0
+    calls.clear()
+    assert ops._workspace_floats(256, 8192, 28672, 128, "packed", False, 0)[1] == 0
+    assert calls == []
