@@ -857,7 +857,12 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
         start = time.perf_counter()
         jax.block_until_ready(stack(x, weights))
         compile_s = time.perf_counter() - start
-        calls = max(1, math.ceil(timing.min_gemms / layers))
+        # As many chained stacks a timed call as the GEMM loops' passes (>= --min-gemms
+        # layers and --min-call-ms): with two stacks a call (64 layers) the call's fixed
+        # cost (dispatch, sync) added ~8-15 us to every layer, dense and 4-bit alike,
+        # and read 23.2 against 19.3 us a layer where one traced call ran 7.0 against
+        # 11.7 (session 28 call D, tools/stack_trace.py).
+        calls = timing.passes(layers, median_call_s(lambda: stack(x, weights), 3))
 
         def run_calls(stack=stack, weights=weights, calls=calls):
             y = x
