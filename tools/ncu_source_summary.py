@@ -17,6 +17,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("csv")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--per", type=float, default=0,
+                        help="also print the hot loop's executed instructions by opcode, "
+                             "divided by this (e.g. blocks x warps x stages: a warp-stage)")
     args = parser.parse_args()
     with open(args.csv, newline="") as f:
         rows = list(csv.reader(f))
@@ -45,6 +48,28 @@ def main():
     for i in sorted(top):
         n = count(data[i], samples)
         print(f"  {i:5d} {n:6d} {n / all_samples:5.1%}  {data[i][source].strip()}")
+    if args.per:
+        print_mix(data, header.index("Instructions Executed"), source, count, args.per)
+
+
+def print_mix(data, executed, source, count, per):
+    """The executed warp instructions of the hottest code (every instruction run at least
+    a fifth as often as the most run one: the mainloop) by opcode, over `per`; predicated-
+    off `@!PT` instructions (ptxas's padding, still issued) apart."""
+    most = max(count(r, executed) for r in data) or 1
+    mix = {}
+    for r in data:
+        n = count(r, executed)
+        if n < most / 5:
+            continue
+        words = r[source].split()
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        op = ("@!PT " if words[0] == "@!PT" else "") + op.split(".")[0]
+        mix[op] = mix.get(op, 0) + n
+    total = sum(mix.values())
+    print(f"hot loop: {total / per:.1f} executed a unit ({per:g} units; "
+          f"{total / max(1, sum(count(r, executed) for r in data)):.1%} of the kernel's)")
+    print("  " + " ".join(f"{op} {n / per:.2f}" for op, n in sorted(mix.items(), key=lambda x: -x[1])))
 
 
 if __name__ == "__main__":
