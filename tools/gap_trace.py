@@ -102,6 +102,10 @@ def main(argv=None):
     p.add_argument("--passes", type=int, default=4)
     p.add_argument("--wall-passes", type=int, default=64)
     p.add_argument("--out", default="/tmp/gap_trace")
+    p.add_argument("--cases", default=",".join([*CASES, "dense"]),
+                   help="which of the cases, comma-separated")
+    p.add_argument("--kernel", default="stream_gemm",
+                   help="the name part of our kernel run once a call (wgmma_gemm past M = 16)")
     args = p.parse_args(argv)
     dtype = jnp.float16
     qs, x = cell_inputs(args, dtype)
@@ -109,8 +113,11 @@ def main(argv=None):
                                args.min_pass_gemms)
     dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs),
                               args.min_pass_gemms)
-    cases = [(name, bench.make_loop(op), marlin, kernel) for name, (op, kernel) in CASES.items()]
-    cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
+    chosen = args.cases.split(",")
+    cases = [(name, bench.make_loop(op), marlin, args.kernel if kernel == "stream_gemm" else kernel)
+             for name, (op, kernel) in CASES.items() if name in chosen]
+    if "dense" in chosen:
+        cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
     print(f"{args.K}x{args.N} M={args.M}: {len(marlin)} weights a pass, {args.passes} passes")
     for name, loop, weights, kernel in cases:
         jax.block_until_ready(loop(x, weights, args.passes))
