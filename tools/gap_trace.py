@@ -49,12 +49,13 @@ def dequantize(x, w):
     return ops._dequantize_cuda_weights(w, x.dtype)[:1, :1] * x[:1, :1]
 
 
-# name: (the op on (x, int4 weights), part of the name of the kernel run once a call)
+# name: (the op on (x, int4 weights), part of the name of the kernel run once a call;
+# None: our GEMM kernel, --kernel)
 CASES = {
-    "auto": (bench.op_marlin("auto"), "stream_gemm"),
-    "split_k=-1": (fused(-1), "stream_gemm"),
-    "split_k=-2": (fused(-2), "stream_gemm"),
-    "split_k=3": (fused(3), "stream_gemm"),
+    "auto": (bench.op_marlin("auto"), None),
+    "split_k=-1": (fused(-1), None),
+    "split_k=-2": (fused(-2), None),
+    "split_k=3": (fused(3), None),
     "dequantize": (dequantize, "dequant"),
 }
 
@@ -114,7 +115,7 @@ def main(argv=None):
     dense = bench.in_rotation(tuple(bench.dense_weight(q, dtype) for q in qs),
                               args.min_pass_gemms)
     chosen = args.cases.split(",")
-    cases = [(name, bench.make_loop(op), marlin, args.kernel if kernel == "stream_gemm" else kernel)
+    cases = [(name, bench.make_loop(op), marlin, kernel or args.kernel)
              for name, (op, kernel) in CASES.items() if name in chosen]
     if "dense" in chosen:
         cases.append(("dense", bench.LOOPS["dense"], dense, "gemm"))
