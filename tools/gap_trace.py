@@ -24,6 +24,7 @@ cause; if every custom call has them, it is how XLA runs a custom call.
 from __future__ import annotations
 
 import argparse
+import collections
 import pathlib
 import statistics
 import sys
@@ -130,7 +131,12 @@ def main(argv=None):
         rows, _ = device_kernels(*trace_events(logdir))
         found = gaps_between(last_burst(rows, 200.0), kernel)
         if found is None:
-            print(f"  {name:12s} no kernel named *{kernel}* in the trace")
+            # Name the trace's busiest kernels, so the next run can ask for the right one.
+            busy = collections.Counter()
+            for _, d, kernel_name in last_burst(rows, 200.0):
+                busy[kernel_name[:60]] += d
+            print(f"  {name:12s} no kernel named *{kernel}* in the trace; busiest: "
+                  + "; ".join(f"{n} {t:.0f} us" for n, t in busy.most_common(4)))
             continue
         duration, gap, calls, n = found
         # Fewer calls than 1 + passes x weights: XLA hoisted some out of the loop.
