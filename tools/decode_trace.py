@@ -96,16 +96,22 @@ def summarize(label, rows, steps, top, wall_us, unit="token"):
     span = max(ts + dur for ts, dur, _ in rows) - rows[0][0]
     busy = busy_us(rows)
     copies = [r for r in rows if "memcpy" in r[2].lower() or "memset" in r[2].lower()]
-    by_name = collections.defaultdict(lambda: [0, 0.0])
-    for _, d, name in rows:
-        by_name[name][0] += 1
-        by_name[name][1] += d
     print(f"{label}: {len(rows)} events ({len(copies)} copies/sets, {busy_us(copies):.1f} us) "
           f"over {span:.1f} us ({span / steps:.1f} us a {unit}; the same call untraced "
           f"{wall_us:.1f} us wall): busy {busy:.1f} us, idle {span - busy:.1f} us "
           f"({(span - busy) / max(len(rows) - 1, 1):.2f} us a gap)")
-    for name, (n, d) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:
+    for name, n, d in kernel_times(rows)[:top]:
         print(f"  {d:10.1f} us {n:6d} x {d / n:8.2f} us  {name[:100]}")
+
+
+def kernel_times(rows, width=None):
+    """The kernels of `rows` by name (its first `width` characters, if given), busiest
+    first: (name, launches, total us)."""
+    by_name = collections.defaultdict(lambda: [0, 0.0])
+    for _, d, name in rows:
+        by_name[name[:width]][0] += 1
+        by_name[name[:width]][1] += d
+    return sorted(((name, n, d) for name, (n, d) in by_name.items()), key=lambda t: -t[2])
 
 
 def traced(model, batch, steps, logdir: pathlib.Path):

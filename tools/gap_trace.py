@@ -24,7 +24,6 @@ cause; if every custom call has them, it is how XLA runs a custom call.
 from __future__ import annotations
 
 import argparse
-import collections
 import pathlib
 import statistics
 import sys
@@ -32,7 +31,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # bench_trace sets XLA_FLAGS for profiling with the command buffers kept, before jax runs.
 from bench_trace import add_cell_arguments, cell_inputs  # noqa: E402
-from decode_trace import device_kernels, last_burst, trace_events  # noqa: E402
+from decode_trace import device_kernels, kernel_times, last_burst, trace_events  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -129,20 +128,18 @@ def main(argv=None):
         with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
             jax.block_until_ready(loop(x, weights, args.passes))
         rows, _ = device_kernels(*trace_events(logdir))
-        found = gaps_between(last_burst(rows, 200.0), kernel)
+        burst = last_burst(rows, 200.0)
+        found = gaps_between(burst, kernel)
         if found is None:
             # Name the trace's busiest kernels, so the next run can ask for the right one.
-            busy = collections.Counter()
-            for _, d, kernel_name in last_burst(rows, 200.0):
-                busy[kernel_name[:60]] += d
             print(f"  {name:12s} no kernel named *{kernel}* in the trace; busiest: "
-                  + "; ".join(f"{n} {t:.0f} us" for n, t in busy.most_common(4)))
+                  + "; ".join(f"{n} {t:.0f} us" for n, _, t in kernel_times(burst, 60)[:4]))
             continue
         duration, gap, calls, n = found
         # Fewer calls than 1 + passes x weights: XLA hoisted some out of the loop.
         print(f"  {name:12s} {calls:4d} calls (of {1 + args.passes * len(weights)}), kernel "
               f"{duration:7.2f} us, gap to the next call {gap:5.2f} us ({n} gaps)")
-        boundary, names, per_call = pass_boundaries(last_burst(rows, 200.0), kernel)
+        boundary, names, per_call = pass_boundaries(burst, kernel)
         # The bench's own measure of the same loop: wall time of a long call per GEMM.
         passes = args.wall_passes
         jax.block_until_ready(loop(x, weights, passes))  # compiles this trip count
