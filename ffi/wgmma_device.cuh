@@ -83,10 +83,14 @@ __device__ __forceinline__ uint64_t act_descriptor(uint32_t start) {
 #define JM_WGMMA(N, TY, ACC, TAIL)                                                   \
   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TY "." #TY " {" ACC "}, {" TAIL \
   ", 1, 1, 1, 0;\n"
+#define JM_TAIL4 "%4, %5, %6, %7}, %8"
+#define JM_TAIL8 "%8, %9, %10, %11}, %12"
 #define JM_TAIL16 "%16, %17, %18, %19}, %20"
 #define JM_TAIL32 "%32, %33, %34, %35}, %36"
 #define JM_TAIL64 "%64, %65, %66, %67}, %68"
 #define JM_TAIL128 "%128, %129, %130, %131}, %132"
+#define JM_ACC4 "%0,%1,%2,%3"
+#define JM_ACC8 JM_ACC4 ",%4,%5,%6,%7"
 #define JM_ACC16                                                                     \
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
 #define JM_ACC32                                                                     \
@@ -110,7 +114,20 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
 #ifdef JAX_MARLIN_HAS_WGMMA
   constexpr bool kBF16 = DTypeTraits<T>::kIsBF16;
 #define JM_OPERANDS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)
-  if constexpr (kRows == 32) {
+  // N = 8 and 16: no kernel instance; tools/wgmma_rate.cu times them.
+  if constexpr (kRows == 8) {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(8, bf16, JM_ACC4, JM_TAIL4)
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(8, f16, JM_ACC4, JM_TAIL4)
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : JM_OPERANDS);
+  } else if constexpr (kRows == 16) {
+    if constexpr (kBF16)
+      asm volatile(JM_WGMMA(16, bf16, JM_ACC8, JM_TAIL8) : JM_D8(0) : JM_OPERANDS);
+    else
+      asm volatile(JM_WGMMA(16, f16, JM_ACC8, JM_TAIL8) : JM_D8(0) : JM_OPERANDS);
+  } else if constexpr (kRows == 32) {
     if constexpr (kBF16)
       asm volatile(JM_WGMMA(32, bf16, JM_ACC16, JM_TAIL16) : JM_D8(0), JM_D8(8) : JM_OPERANDS);
     else
@@ -141,10 +158,14 @@ __device__ __forceinline__ void wgmma_64xNx16(float (&d)[kRows / 2], const uint3
 #undef JM_D8
 #undef JM_D64
 #undef JM_WGMMA
+#undef JM_ACC4
+#undef JM_ACC8
 #undef JM_ACC16
 #undef JM_ACC32
 #undef JM_ACC64
 #undef JM_ACC128
+#undef JM_TAIL4
+#undef JM_TAIL8
 #undef JM_TAIL16
 #undef JM_TAIL32
 #undef JM_TAIL64

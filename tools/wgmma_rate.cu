@@ -9,8 +9,7 @@
 // A from shared memory, on zero operands (docs/perf/NOTES.md, Variant 8).
 // Also N = 8 and 16, the shapes a wgmma form of the streaming kernel would take
 // at M <= 8 and 9-16 (session 29's design study, docs/perf/session29/wip/
-// wgmma-stream/DESIGN.md, stage 0): each k16 MMA is then 64 x N x 16, and the
-// question is how close to one an issue slot such a small MMA gets.
+// wgmma-stream/DESIGN.md, stage 0): how close to the pipe's rate so small an MMA gets.
 // Build and run (sm_90a is required for wgmma):
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -I ffi \
 //     -o /tmp/wgmma_rate tools/wgmma_rate.cu && /tmp/wgmma_rate
@@ -25,44 +24,6 @@ namespace jax_marlin {
 namespace {
 
 constexpr int kIters = 4096;  // stages of 4 k16 MMAs a warpgroup
-
-// m64nNk16 for the N the wgmma kernel has no instance of (8 and 16): fp16,
-// A from registers, B through the descriptor; d is the warpgroup's 64 x N
-// accumulator fragment (N / 2 floats a thread).
-template <int kRows>
-__device__ __forceinline__ void wgmma_small(float (&d)[kRows / 2], const uint32_t (&a)[4],
-                                            uint64_t b) {
-  static_assert(kRows == 8 || kRows == 16, "the small N");
-  if constexpr (kRows == 8)
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, "
-        "{%4,%5,%6,%7}, %8, 1, 1, 1, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-  else
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, "
-        "{%8,%9,%10,%11}, %12, 1, 1, 1, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-          "+f"(d[6]), "+f"(d[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-// A stage as wgmma_stage issues it (4 MMAs a commit group, wait_group 1), at
-// any N.
-template <int kRows>
-__device__ __forceinline__ void rate_stage(float (&d)[kRows / 2], const uint32_t (&frag)[4][4],
-                                           uint64_t desc) {
-  if constexpr (kRows >= 32) {
-    wgmma_stage<__half, kRows>(d, frag, desc);
-  } else {
-    wgmma_fence();
-#pragma unroll
-    for (int u = 0; u < 4; ++u) wgmma_small<kRows>(d, frag[u], desc + 2 * u);
-    wgmma_commit();
-    wgmma_wait<1>();
-  }
-}
 
 template <int kRows>
 __global__ void __launch_bounds__(128) rate_kernel(float* sink) {
@@ -82,7 +43,7 @@ __global__ void __launch_bounds__(128) rate_kernel(float* sink) {
 #pragma unroll
     for (int r = 0; r < 4; ++r) frag[u][r] = probe_word(16 * threadIdx.x + 4 * u + r + 99991);
   const uint64_t desc = act_descriptor(shared_address(tile));
-  for (int it = 0; it < kIters; ++it) rate_stage<kRows>(d, frag, desc);
+  for (int it = 0; it < kIters; ++it) wgmma_stage<__half, kRows>(d, frag, desc);
   wgmma_wait<0>();
   float sum = 0.f;
 #pragma unroll
