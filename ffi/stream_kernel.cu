@@ -1215,8 +1215,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 // blocks cut the group (64-bit divisions: done by every thread they cost more
 // than the sums) and the block returns at once if none did. Otherwise, when
 // no group has more than kReduceSerialParts partials, each thread adds the
-// partials of kReduceRows rows of one column with every load issued before
-// the first add (grid y = ceil(M / kReduceRows) x 2 halves of 256 columns:
+// partials of 4 (or 2: reduce_rows) rows of one column with every load issued before
+// the first add (grid y = ceil(M / rows) x 2 halves of 256 columns:
 // one row a block made 1,792 blocks of ~6 loads a thread at M = 16 on 8192 x
 // 28672, two waves of block latency, 7.7 us against 2.0 at M = 1; session
 // 15's probe); when some group has more (a short GEMV cut 32
@@ -1227,12 +1227,19 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 constexpr int kReduceThreads = 256;
 constexpr int kReduceSlices = 8;
 constexpr int kReduceSerialParts = 16;
-constexpr int kReduceRows = 4;  // rows a thread adds, where no group has more than 16 parts
+constexpr int kReduceRows = 4;  // rows a thread adds, where no group has more than 8 parts
 // Where no group has more than 8 parts the serial sums keep 8 loads a row, not
 // 16: 48 registers instead of 80, so 5 blocks an SM instead of 3 and 16 x 8192
 // x 28672's 448 blocks run in one wave (session 16: 5.3 -> 3.5 us).
 constexpr int kReduceShortParts = 8;
-// Blocks per column group and row block (kReduceRows rows serial, one sliced):
+// With 9-16 parts a thread adds half the rows, so that it too holds 32 loads:
+// 16 x 4096 x 14336 (10 parts) spent 3.47 us in the 4-row, 16-load reduce where
+// its one-block-an-SM grid (6 parts, the 8-load one) spent 2.45 (session 29,
+// call D).
+__host__ __device__ constexpr int reduce_rows(int serial_parts) {
+  return serial_parts <= kReduceShortParts ? kReduceRows : kReduceRows / 2;
+}
+// Blocks per column group and row block (reduce_rows rows serial, one sliced):
 // 512 columns, 256 or 32 at a time.
 constexpr int kReduceSerialChunks = kGroupColumns / kReduceThreads;
 constexpr int kReduceSlicedChunks = kGroupColumns * kReduceSlices / kReduceThreads;
@@ -1264,12 +1271,13 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   // may end before 512 columns, so columns >= n_pad load nothing and columns
   // >= N are summed and dropped.
   if (!sliced) {
-    // Chunk c < 2 holds columns 256 c + thread; rows m0 .. m0 + kReduceRows - 1.
-    const int64_t m0 = static_cast<int64_t>(blockIdx.y / chunks) * kReduceRows;
+    // Chunk c < 2 holds columns 256 c + thread; rows m0 .. m0 + kRows - 1.
+    constexpr int kRows = reduce_rows(kSerialParts);
+    const int64_t m0 = static_cast<int64_t>(blockIdx.y / chunks) * kRows;
     const int64_t n = ng * kGroupColumns + kReduceThreads * chunk + threadIdx.x;
-    float v[kReduceRows][kSerialParts];
+    float v[kRows][kSerialParts];
 #pragma unroll
-    for (int i = 0; i < kReduceRows; ++i) {
+    for (int i = 0; i < kRows; ++i) {
       const float* src = p.workspace + (m0 + i) * p.n_pad + n;
       const bool row = m0 + i < p.M && n < p.n_pad;
 #pragma unroll
@@ -1277,7 +1285,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
         v[i][r] = row && r < parts ? __ldcg(src + r * part_stride) : 0.f;
     }
 #pragma unroll
-    for (int i = 0; i < kReduceRows; ++i) {
+    for (int i = 0; i < kRows; ++i) {
       float sum = 0.f;
 #pragma unroll
       for (int r = 0; r < kSerialParts; ++r) sum += v[i][r];
@@ -1370,11 +1378,14 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   if (plan.any_cut) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and row
     // blocks x chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
-    const int64_t row_blocks = p.reduce_sliced ? p.M : ceil_div(p.M, int64_t{kReduceRows});
+    const int serial_parts = plan.max_parts <= kReduceShortParts ? kReduceShortParts
+                                                                 : kReduceSerialParts;
+    const int64_t row_blocks =
+        p.reduce_sliced ? p.M : ceil_div(p.M, int64_t{reduce_rows(serial_parts)});
     const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
                     static_cast<unsigned>(row_blocks * chunks));
-    err = plan.max_parts <= kReduceShortParts
+    err = serial_parts == kReduceShortParts
               ? launch_reduce<T, kReduceShortParts>(p, grid, device, stream)
               : launch_reduce<T, kReduceSerialParts>(p, grid, device, stream);
   }
