@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 30 call B, on main at the reduce-rows commit (8e294e0) plus tools/balance_probe.cu:
+# Session 30 call B, on main at the reduce-rows commit (901628b) plus tools/balance_probe.cu:
 # (1) the balance probe: static stream-K against a dynamic hand-out of Q-step chunks, in a
 #     stand-in for the GEMV that only streams (tools/balance_probe.cu's header);
 # (2) the 16-row kernel with a unit's four words dequantized before its MMAs
