@@ -166,13 +166,18 @@ CapturedCall capture_call(cudaStream_t stream, const std::function<void()>& call
     cudaGraphNodeType type;
     CHECK(cudaGraphNodeGetType(node, &type));
     if (type == cudaGraphNodeTypeKernel) c.kernels.push_back(node);
-    CHECK(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &n));
+    // With the edges' data: a programmatic edge (a dependent launch) fails
+    // the query without it.
+    cudaGraphNode_t next[2] = {};
+    cudaGraphEdgeData edges[2] = {};
+    n = 2;
+    CHECK(cudaGraphNodeGetDependentNodes(node, next, edges, &n));
     if (n == 0) break;
     if (n > 1) {
       std::printf("capture_call: a node with %zu dependents, expected a chain\n", n);
       std::exit(1);
     }
-    CHECK(cudaGraphNodeGetDependentNodes(node, &node, nullptr, &n));
+    node = next[0];
   }
   return c;
 }
