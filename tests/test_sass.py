@@ -27,13 +27,17 @@ import re
 import subprocess
 
 import pytest
-from conftest import cuobjdump_or_skip, header_constant, tool_module
+from conftest import cuobjdump_or_skip, header_constant, header_define, tool_module
 
 LAUNCH_REGS = header_constant("wgmma_kernel.cu", "kWgLaunchRegs")
 # wgmma_gemm_kernel<T, kZP, 256, kTwoGroups, kProducer = true>
 PRODUCER = re.compile(r"wgmma_gemm_kernel\w*Li256ELb[01]ELb1E")
 # The loop finder: the predicated backward branch whose body holds the most MMAs.
 SASS_MIX = tool_module("sass_mix")
+# stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases,
+# kGroupCluster>: the two flags that say whether a reduce kernel can follow.
+STREAM_GEMM = re.compile(r"stream_gemm_kernel\w*?ELb([01])ELb[01]ELb[01]ELb([01])EEEv")
+REDUCE_PDL = header_define("stream_kernel.cu", "JAX_MARLIN_STREAM_REDUCE_PDL")
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +90,39 @@ def test_the_producer_mainloop_keeps_the_uniform_datapath(cuobjdump):
         assert any(re.search(r"\bU(MOV|LOP3|IADD3)\b", t) for t in body), name
         serialized = [t for t in body if re.search(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*0x0\b", t)]
         assert not serialized, (name, len(serialized))
+
+
+def _functions(sass):
+    """{kernel name: its SASS} of a cuobjdump -sass listing."""
+    found, name = {}, None
+    for line in sass.splitlines():
+        header = re.match(r"\s*Function : (\S+)", line)
+        if header:
+            name = header.group(1)
+            found[name] = []
+        elif name:
+            found[name].append(line)
+    return {n: "\n".join(lines) for n, lines in found.items()}
+
+
+def test_the_reduce_waits_for_the_stream_k_kernel_it_may_overlap(cuobjdump):
+    """ffi/stream_kernel.cu, JAX_MARLIN_STREAM_REDUCE_PDL: on sm_90 a cut stream-K grid lets
+    its reduce kernel launch at once (griddepcontrol.launch_dependents: PREEXIT) and the
+    reduce waits for the grid's end and memory (griddepcontrol.wait: ACQBULK) before it
+    reads a partial. A reduce reading before its wait would add stale partials only when
+    the timing allows: a race the GPU tests could miss. The tile split and the group
+    cluster have no reduce, and must not let XLA's next kernel start early."""
+    functions = _functions(cuobjdump("-sass", "-arch", "sm_90"))
+    mains = {n: STREAM_GEMM.search(n) for n in functions if "stream_gemm_kernel" in n}
+    reduces = {n: t for n, t in functions.items() if "stream_reduce_kernel" in n}
+    assert mains and all(mains.values()) and reduces, (sorted(functions)[:4], len(reduces))
+    for name, flags in mains.items():
+        stream_k = flags.group(1) == "0" and flags.group(2) == "0"
+        assert ("PREEXIT" in functions[name]) == (stream_k and REDUCE_PDL == 1), name
+    for name, text in reduces.items():
+        lines = text.splitlines()
+        loads = [i for i, t in enumerate(lines) if re.search(r"\bLDG\b", t)]
+        waits = [i for i, t in enumerate(lines) if "ACQBULK" in t]
+        assert loads, name
+        if REDUCE_PDL:
+            assert waits and waits[0] < loads[0], (name, waits[:1], loads[:1])
