@@ -74,6 +74,10 @@
 namespace jax_marlin {
 namespace {
 
+// StreamParams::reduce: no group is cut (no reduce kernel), or the reduce
+// kernel adds a thread's outputs serially, or gives each output 8 threads.
+constexpr int kNoReduce = 0, kReduceSerial = 1, kReduceSliced = 2;
+
 struct StreamParams : GemmOperands {
   int kt_total;          // k_pad / 16: units along k
   int n_tiles;           // n_pad / 64
@@ -83,7 +87,7 @@ struct StreamParams : GemmOperands {
   int total_steps;       // T = column groups x L
   int blocks;            // B
   int a_phase_steps;     // P: stream-K stages A P steps at a time (stream_plan.h)
-  int reduce_sliced;     // the reduce kernel gives each output 8 threads
+  int reduce;            // the reduce kernel after this grid: kNoReduce, kReduceSerial or kReduceSliced
   // C > 0: the tile split, C blocks per 64-column tile, warps splitting k;
   // -C: the group cluster, stream-K whose C blocks of a column group are a
   // cluster (stream_plan.h); 0: stream-K. One field for both: a larger
@@ -176,7 +180,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // The reduce kernel may launch now (JAX_MARLIN_STREAM_REDUCE_PDL above). The
   // trigger only lets a dependent start early; it waits for this grid's end
   // and memory before reading anything, as any programmatic dependent must.
-  if constexpr (!kTileSplit && !kGroupCluster) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  // Only where a reduce kernel of ours follows: nothing else that comes next
+  // gets leave to start early.
+  if constexpr (!kTileSplit && !kGroupCluster)
+    if (p.reduce != kNoReduce) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
   const uint32_t smem_base = shared_address(smem);
   const int lane = threadIdx.x & 31;
@@ -1270,7 +1277,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   __shared__ int parts_shared;
   __shared__ float slice_sums[kReduceSlices][kReduceThreads / kReduceSlices];
   timeline_reduce_mark(0);
-  const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
+  const int chunks = p.reduce == kReduceSliced ? kReduceSlicedChunks : kReduceSerialChunks;
   const int64_t ng = blockIdx.x;
   const int chunk = blockIdx.y % chunks;
   if (threadIdx.x == 0) {
@@ -1287,7 +1294,7 @@ __global__ void __launch_bounds__(kReduceThreads) stream_reduce_kernel(const Str
   // above reads memory the main kernel writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
-  const bool sliced = p.reduce_sliced;
+  const bool sliced = p.reduce == kReduceSliced;
   const T* bias = static_cast<const T*>(p.bias);
   T* out = static_cast<T*>(p.out);
   const int64_t part_stride = p.M * p.n_pad;
@@ -1421,8 +1428,8 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
     const int serial_parts = plan.max_parts <= kReduceShortParts ? kReduceShortParts
                                                                  : kReduceSerialParts;
     const int64_t row_blocks =
-        p.reduce_sliced ? p.M : ceil_div(p.M, int64_t{reduce_rows(serial_parts)});
-    const int chunks = p.reduce_sliced ? kReduceSlicedChunks : kReduceSerialChunks;
+        p.reduce == kReduceSliced ? p.M : ceil_div(p.M, int64_t{reduce_rows(serial_parts)});
+    const int chunks = p.reduce == kReduceSliced ? kReduceSlicedChunks : kReduceSerialChunks;
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n_pad, int64_t{kGroupColumns})),
                     static_cast<unsigned>(row_blocks * chunks));
     err = serial_parts == kReduceShortParts
@@ -1555,7 +1562,9 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
   p.k_steps = plan.k_steps;
   p.total_steps = plan.total_steps;
   p.blocks = plan.blocks;
-  p.reduce_sliced = plan.max_parts > kReduceSerialParts;
+  p.reduce = !plan.any_cut                           ? kNoReduce
+             : plan.max_parts > kReduceSerialParts ? kReduceSliced
+                                                   : kReduceSerial;
   p.tile_split = plan.group_cluster > 1 ? -plan.group_cluster : plan.tile_split;
   p.a_phase_steps = plan.a_phase_steps;
   return with_activation_type(args.dtype, [&](auto act) {

@@ -107,11 +107,12 @@ def _functions(sass):
 
 def test_the_reduce_waits_for_the_stream_k_kernel_it_may_overlap(cuobjdump):
     """ffi/stream_kernel.cu, JAX_MARLIN_STREAM_REDUCE_PDL: on sm_90 a cut stream-K grid lets
-    its reduce kernel launch at once (griddepcontrol.launch_dependents: PREEXIT) and the
-    reduce waits for the grid's end and memory (griddepcontrol.wait: ACQBULK) before it
-    reads a partial. A reduce reading before its wait would add stale partials only when
-    the timing allows: a race the GPU tests could miss. The tile split and the group
-    cluster have no reduce, and must not let XLA's next kernel start early."""
+    its reduce kernel launch at once (griddepcontrol.launch_dependents: PREEXIT, predicated
+    on a reduce following) and the reduce waits for the grid's end and memory
+    (griddepcontrol.wait: ACQBULK) before it reads a partial. A reduce reading before its
+    wait would add stale partials only when the timing allows: a race the GPU tests could
+    miss. The tile split and the group cluster have no reduce, and must not let XLA's next
+    kernel start early."""
     functions = _functions(cuobjdump("-sass", "-arch", "sm_90"))
     mains = {n: STREAM_GEMM.search(n) for n in functions if "stream_gemm_kernel" in n}
     reduces = {n: t for n, t in functions.items() if "stream_reduce_kernel" in n}
