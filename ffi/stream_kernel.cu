@@ -1182,7 +1182,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       for (int idx = first + threadIdx.x; idx < slice_end; idx += kStreamThreads)
         store(idx, received_total(received, slot_floats, idx - first, C));
 #else
-      __trap();  // never planned: cluster_code_loaded() is false for this code
+      __trap();  // never planned: sm90_code_loaded() is false for this code
 #endif
     }
   } else if constexpr (kGroupCluster) {
@@ -1224,7 +1224,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       if (n < p.N) store_with_bias(out, bias, idx / kGroupColumns, n, p.N, v);
     }
 #else
-    __trap();  // never planned: cluster_code_loaded() is false for this code
+    __trap();  // never planned: sm90_code_loaded() is false for this code
 #endif
   }
 #endif
@@ -1377,17 +1377,32 @@ cudaError_t launch_main(const StreamParams& p, const StreamPlan& plan, const Dev
   return cudaGetLastError();
 }
 
+// Whether this module's kernels run their sm_90 code on this device: a build
+// for sm_80 alone runs on an sm_90 part as compute_80 PTX compiled on the fly,
+// in which the cluster epilogues and the reduce's griddepcontrol.wait are
+// compiled out. Asked once per device.
+bool sm90_code_loaded(const DeviceLimits& device) {
+  if (device.compute_capability < 90) return false;
+  static std::atomic<int> known[kMaxCachedDevices];
+  return cached_per_device(known, device.ordinal, [] {
+    cudaFuncAttributes attributes{};
+    const bool loaded =
+        cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half, kReduceSerialParts>) ==
+            cudaSuccess &&
+        attributes.ptxVersion >= 90;
+    if (!loaded) cudaGetLastError();  // not an error of the launch to come
+    return loaded;
+  });
+}
+
 template <typename T, int kSerialParts>
 cudaError_t launch_reduce(const StreamParams& p, dim3 grid, const DeviceLimits& device,
                           cudaStream_t stream) {
   constexpr auto kernel = stream_reduce_kernel<T, kSerialParts>;
   cudaError_t err = configure_shared_memory<kernel>(device);
   if (err != cudaSuccess) return err;
-  // Only where the kernel's code on this device is sm_90's, which waits: a
-  // build for sm_80 alone runs here from compute_80 PTX, without the wait.
-  cudaFuncAttributes attributes{};
-  if (JAX_MARLIN_STREAM_REDUCE_PDL && device.compute_capability >= 90 &&
-      cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess && attributes.ptxVersion >= 90) {
+  // Only where the reduce's code on this device is sm_90's, which waits.
+  if (JAX_MARLIN_STREAM_REDUCE_PDL && sm90_code_loaded(device)) {
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -1479,23 +1494,6 @@ cudaError_t dispatch_zero_points(const MarlinGemmArgs& args, const StreamParams&
 
 }  // namespace
 
-// Whether this module's kernels run their sm_90 code on this device: a build
-// for sm_80 alone runs on an sm_90 part as compute_80 PTX compiled on the fly,
-// in which the cluster epilogue is compiled out. Asked once per device.
-static bool cluster_code_loaded(const DeviceLimits& device) {
-  if (device.compute_capability < 90) return false;
-  static std::atomic<int> known[kMaxCachedDevices];
-  return cached_per_device(known, device.ordinal, [] {
-    cudaFuncAttributes attributes{};
-    const bool loaded =
-        cudaFuncGetAttributes(&attributes, stream_reduce_kernel<__half, kReduceSerialParts>) ==
-            cudaSuccess &&
-        attributes.ptxVersion >= 90;
-    if (!loaded) cudaGetLastError();  // not an error of the launch to come
-    return loaded;
-  });
-}
-
 // The cluster residency query's kernel: never launched, only its occupancy read
 // with the largest dynamic shared memory (one block an SM), so the count is the
 // GPCs' packing of clusters, not the streaming kernel's registers.
@@ -1535,7 +1533,7 @@ static bool plan_on_device(const MarlinGemmArgs& args, const DeviceLimits& devic
                            int split_k_override, StreamPlan* plan) {
   return StreamGemmSupports(args) &&
          plan_grid(args, device, split_k_override, plan,
-                   cluster_code_loaded(device) ? kTileSplitMaxCluster : 1);
+                   sm90_code_loaded(device) ? kTileSplitMaxCluster : 1);
 }
 
 bool PlanStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& device,

@@ -27,7 +27,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import cuobjdump_or_skip, header_constant, header_define, tool_module
+from conftest import cuobjdump_or_skip, header_constant, tool_module
 
 LAUNCH_REGS = header_constant("wgmma_kernel.cu", "kWgLaunchRegs")
 # wgmma_gemm_kernel<T, kZP, 256, kTwoGroups, kProducer = true>
@@ -37,7 +37,6 @@ SASS_MIX = tool_module("sass_mix")
 # stream_gemm_kernel<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, kPhases,
 # kGroupCluster>: the two flags that say whether a reduce kernel can follow.
 STREAM_GEMM = re.compile(r"stream_gemm_kernel\w*?ELb([01])ELb[01]ELb[01]ELb([01])EEEv")
-REDUCE_PDL = header_define("stream_kernel.cu", "JAX_MARLIN_STREAM_REDUCE_PDL")
 
 
 @pytest.fixture(scope="module")
@@ -112,18 +111,21 @@ def test_the_reduce_waits_for_the_stream_k_kernel_it_may_overlap(cuobjdump):
     (griddepcontrol.wait: ACQBULK) before it reads a partial. A reduce reading before its
     wait would add stale partials only when the timing allows: a race the GPU tests could
     miss. The tile split and the group cluster have no reduce, and must not let XLA's next
-    kernel start early."""
+    kernel start early. (A build with -DJAX_MARLIN_STREAM_REDUCE_PDL=0 has neither
+    instruction, which is as safe.)"""
     functions = _functions(cuobjdump("-sass", "-arch", "sm_90"))
     mains = {n: STREAM_GEMM.search(n) for n in functions if "stream_gemm_kernel" in n}
     reduces = {n: t for n, t in functions.items() if "stream_reduce_kernel" in n}
     assert mains and all(mains.values()) and reduces, (sorted(functions)[:4], len(reduces))
-    for name, flags in mains.items():
-        stream_k = flags.group(1) == "0" and flags.group(2) == "0"
-        assert ("PREEXIT" in functions[name]) == (stream_k and REDUCE_PDL == 1), name
+    waiting = {}
     for name, text in reduces.items():
         lines = text.splitlines()
         loads = [i for i, t in enumerate(lines) if re.search(r"\bLDG\b", t)]
         waits = [i for i, t in enumerate(lines) if "ACQBULK" in t]
         assert loads, name
-        if REDUCE_PDL:
-            assert waits and waits[0] < loads[0], (name, waits[:1], loads[:1])
+        waiting[name] = bool(waits) and waits[0] < loads[0]
+    assert len(set(waiting.values())) == 1, waiting  # every reduce instance alike
+    reduce_waits = next(iter(waiting.values()))
+    for name, flags in mains.items():
+        stream_k = flags.group(1) == "0" and flags.group(2) == "0"
+        assert ("PREEXIT" in functions[name]) == (stream_k and reduce_waits), name
