@@ -59,6 +59,14 @@ struct GemmOperands {
 // PTX wrappers.
 // ---------------------------------------------------------------------------
 
+// %globaltimer: ns, one clock for the whole GPU (it may tick at ~1 us). For
+// the timeline build's marks (stream_timeline.h) and the probes.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -568,19 +576,12 @@ __device__ __forceinline__ void dequant_word(uint32_t q, const GroupConstants& g
 // Launch helpers (host).
 // ---------------------------------------------------------------------------
 
-// A launch of `grid` blocks of `threads` in clusters of `cluster` (sm_90):
-// a cluster's blocks are co-scheduled on one GPC and share their shared
-// memory. The streaming kernel's (clusters along x), the wgmma kernel's k-split
-// (along z) and the residency query's (QueryClusterBlocks). Not copyable: the
-// config points at the attribute.
-struct ClusterLaunch {
+// A cudaLaunchKernelEx configuration with one launch attribute, which the
+// kinds below set. Not copyable: the config points at the attribute.
+struct AttributeLaunch {
   cudaLaunchAttribute attribute{};
   cudaLaunchConfig_t config{};
-  ClusterLaunch(dim3 grid, dim3 cluster, unsigned threads, int smem_bytes, cudaStream_t stream) {
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = cluster.x;
-    attribute.val.clusterDim.y = cluster.y;
-    attribute.val.clusterDim.z = cluster.z;
+  AttributeLaunch(dim3 grid, unsigned threads, int smem_bytes, cudaStream_t stream) {
     config.gridDim = grid;
     config.blockDim = dim3(threads);
     config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
@@ -588,8 +589,34 @@ struct ClusterLaunch {
     config.attrs = &attribute;
     config.numAttrs = 1;
   }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  AttributeLaunch(const AttributeLaunch&) = delete;
+  AttributeLaunch& operator=(const AttributeLaunch&) = delete;
+};
+
+// A launch of `grid` blocks of `threads` in clusters of `cluster` (sm_90):
+// a cluster's blocks are co-scheduled on one GPC and share their shared
+// memory. The streaming kernel's (clusters along x), the wgmma kernel's k-split
+// (along z) and the residency query's (QueryClusterBlocks).
+struct ClusterLaunch : AttributeLaunch {
+  ClusterLaunch(dim3 grid, dim3 cluster, unsigned threads, int smem_bytes, cudaStream_t stream)
+      : AttributeLaunch(grid, threads, smem_bytes, stream) {
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster.x;
+    attribute.val.clusterDim.y = cluster.y;
+    attribute.val.clusterDim.z = cluster.z;
+  }
+};
+
+// A programmatic dependent launch (sm_90): the blocks may start before the
+// kernel ahead of them in the stream has ended, once it allows it
+// (griddepcontrol.launch_dependents), and must griddepcontrol.wait before they
+// read what it wrote. The streaming kernel's reduce (stream_kernel.cu).
+struct DependentLaunch : AttributeLaunch {
+  DependentLaunch(dim3 grid, unsigned threads, int smem_bytes, cudaStream_t stream)
+      : AttributeLaunch(grid, threads, smem_bytes, stream) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+  }
 };
 
 // From the launch arguments into the operands every kernel's parameter block

@@ -99,11 +99,6 @@ struct StreamParams : GemmOperands {
 // built with -DJAX_MARLIN_STREAM_TIMELINE.
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 __device__ StreamTimeline g_timeline;
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ void timeline_mark(StreamMark mark) {
   if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks) {
     g_timeline.main_ns[blockIdx.x][mark] = global_ns();
@@ -1403,16 +1398,8 @@ cudaError_t launch_reduce(const StreamParams& p, dim3 grid, const DeviceLimits& 
   if (err != cudaSuccess) return err;
   // Only where the reduce's code on this device is sm_90's, which waits.
   if (JAX_MARLIN_STREAM_REDUCE_PDL && sm90_code_loaded(device)) {
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(kReduceThreads);
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p);
+    const DependentLaunch launch(grid, kReduceThreads, 0, stream);
+    return cudaLaunchKernelEx(&launch.config, kernel, p);
   }
   kernel<<<grid, kReduceThreads, 0, stream>>>(p);
   return cudaGetLastError();
@@ -1437,7 +1424,7 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   } else
     err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
   if (err != cudaSuccess) return err;
-  if (plan.any_cut) {
+  if (p.reduce != kNoReduce) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and row
     // blocks x chunks blocks per group (gridDim.y <= 65535: M <= 16 here).
     const int serial_parts = plan.max_parts <= kReduceShortParts ? kReduceShortParts

@@ -119,9 +119,9 @@ def test_the_reduce_waits_for_the_stream_k_kernel_it_may_overlap(cuobjdump):
     assert mains and all(mains.values()) and reduces, (sorted(functions)[:4], len(reduces))
     waiting = {}
     for name, text in reduces.items():
-        lines = text.splitlines()
-        loads = [i for i, t in enumerate(lines) if re.search(r"\bLDG\b", t)]
-        waits = [i for i, t in enumerate(lines) if "ACQBULK" in t]
+        code = SASS_MIX.instructions(text)  # (address, instruction)
+        loads = [a for a, t in code if re.search(r"\bLDG\b", t)]
+        waits = [a for a, t in code if "ACQBULK" in t]
         assert loads, name
         waiting[name] = bool(waits) and waits[0] < loads[0]
     assert len(set(waiting.values())) == 1, waiting  # every reduce instance alike

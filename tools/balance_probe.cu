@@ -64,12 +64,6 @@ struct Params {
   unsigned long long* block_ns;   // start and end a block
 };
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint64_t run_barrier[kWarps][kRingSteps * kRunsPerStep];
