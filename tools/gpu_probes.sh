@@ -39,6 +39,17 @@ run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default
   echo "$1${SWEEP_PARTS:+ ($SWEEP_PARTS)} exit $rc"; grep "sanitize sweep" "$3" | tail -3; tail -1 "$3"
 }
 
+# memcheck, then racecheck, over the sweep's PARTS (run_sanitizer above,
+# SANITIZE_PARTS), every log gathered into one file for $OUT (a device call
+# returns at most 8 files).
+run_sanitizers() {  # "parts" timeout_s gathered_log
+  local tool f
+  for tool in memcheck racecheck; do
+    SANITIZE_PARTS="$1" run_sanitizer "$tool" "$2" "/tmp/sanitize_$tool.log"
+  done
+  for f in /tmp/sanitize_*.log.*; do echo "==== $f"; cat "$f"; done > "$3" 2>&1
+}
+
 # Nsight Compute on the streaming kernels of one GEMM (tools/profile_one.py
 # arguments; NCU_KERNEL="wgmma|splitk" picks other kernels by name): duration,
 # DRAM throughput, issue rate, registers and the stall reasons per issued

@@ -29,9 +29,6 @@ CUDA_FLAGS="-DJAX_MARLIN_SPLITK_REDUCE_PDL=1" SKIP_EXAMPLES=1 TEST_TIMEOUT=200 \
   bash tools/device_check.sh -n 8 -m gpu -q > "$OUT/check.log" 2>&1
 echo "check exit $? at $(el) s"; tail -2 "$OUT/pytest.log"
 source tools/gpu_probes.sh
-for tool in memcheck racecheck; do
-  SANITIZE_PARTS="fused wgmma_clusters" run_sanitizer $tool 150 "/tmp/sanitize_$tool.log"
-done
-for f in /tmp/sanitize_*.log.*; do echo "==== $f"; cat "$f"; done > "$OUT/sanitize.log" 2>&1
+run_sanitizers "fused wgmma_clusters" 150 "$OUT/sanitize.log"
 rm -f "$OUT/gpu.txt" "$OUT"/probe_*_r*.txt
 echo "total $(el) s"
