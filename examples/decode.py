@@ -174,17 +174,21 @@ def generator(model: Decoder, batch: int, steps: int):
     return generate, (state, tokens)
 
 
-def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1):
+def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1,
+                      repeats: int = 3):
     """Greedy decoding of ``steps`` tokens in one call (``generator``): ``warmup`` untimed
-    calls (the first compiles), then one timed. Returns tokens/s and the generated tokens
-    ``[batch, steps]``.
+    calls (the first compiles), then ``repeats`` timed. Returns the median call's tokens/s
+    and the generated tokens ``[batch, steps]``.
     """
     generate, args = generator(model, batch, steps)
     for _ in range(warmup):
         jax.block_until_ready(generate(*args))
-    start = time.perf_counter()
-    out = jax.block_until_ready(generate(*args))
-    return batch * steps / (time.perf_counter() - start), out
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = jax.block_until_ready(generate(*args))
+        seconds.append(time.perf_counter() - start)
+    return batch * steps / sorted(seconds)[len(seconds) // 2], out
 
 
 def parse_args(argv=None):
@@ -194,7 +198,9 @@ def parse_args(argv=None):
                             help=f"default {GPU_DEFAULTS[name]} (GPU), {CPU_DEFAULTS[name]} (CPU)")
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--warmup", type=int, default=1,
-                        help="untimed calls before the timed one (the first compiles)")
+                        help="untimed calls before the timed ones (the first compiles)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed calls; the median is reported")
     parser.add_argument("--steps", type=int, default=None,
                         help="tokens decoded per call (64 GPU, 8 CPU)")
     parser.add_argument("--bits", type=int, default=4)
@@ -220,9 +226,10 @@ def main(argv=None):
 
     results = {"config": dataclasses.asdict(cfg), "backend": backend,
                "device": jax.devices()[0].device_kind, "steps": steps,
-               "bits": args.bits, "block_size": args.block_size, "batches": {}}
+               "bits": args.bits, "block_size": args.block_size, "repeats": args.repeats,
+               "batches": {}}
     for batch in args.batch:
-        rate, _ = tokens_per_second(model, batch, steps, args.warmup)
+        rate, _ = tokens_per_second(model, batch, steps, args.warmup, args.repeats)
         results["batches"][batch] = {"fp16_tokens_per_s": rate}
         print(f"fp16   batch {batch:3d}: {rate:10.1f} tokens/s")
 
@@ -234,7 +241,7 @@ def main(argv=None):
     results.update(linear_bytes_fp16=summary.bytes_before, linear_bytes_quantized=summary.bytes_after,
                    layers_quantized=len(summary.replaced))
     for batch in args.batch:
-        rate, _ = tokens_per_second(model, batch, steps, args.warmup)
+        rate, _ = tokens_per_second(model, batch, steps, args.warmup, args.repeats)
         entry = results["batches"][batch]
         entry.update(quantized_tokens_per_s=rate, speedup=rate / entry["fp16_tokens_per_s"])
         print(f"{args.bits}-bit  batch {batch:3d}: {rate:10.1f} tokens/s "
