@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import json
 import pathlib
+import statistics
 import time
 
 import jax
@@ -188,7 +189,7 @@ def tokens_per_second(model: Decoder, batch: int, steps: int, warmup: int = 1,
         start = time.perf_counter()
         out = jax.block_until_ready(generate(*args))
         seconds.append(time.perf_counter() - start)
-    return batch * steps / sorted(seconds)[len(seconds) // 2], out
+    return batch * steps / statistics.median(seconds), out
 
 
 def parse_args(argv=None):

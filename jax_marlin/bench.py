@@ -350,7 +350,10 @@ def _rel_err(y, ref_all):
 
 def medians_us(call, repeats: int, per: int = 1) -> list[float]:
     """The two independent medians (``us``, ``us_run2``) of ``repeats`` timed calls, in us
-    per ``per`` (GEMMs or layers a call)."""
+    per ``per`` (GEMMs or layers a call), after one untimed call: a loop's timed trip count
+    compiles once more, and session 31's call C read the layer stack's first median at
+    11.96 against a second of 8.44 us a layer where nothing had run the timed call yet."""
+    jax.block_until_ready(call())
     return [median_call_s(call, repeats) * 1e6 / per for _ in range(2)]
 
 
@@ -386,7 +389,6 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     passes = timing.passes(copies, pass_s)
     gemms = 1 + passes * copies
     call = functools.partial(loop, x, weights, passes)
-    jax.block_until_ready(call())  # the timed trip count compiles once more
     us = medians_us(call, timing.repeats, gemms)
     note = "" if bool(jnp.isfinite(total)) else "non-finite running sum"
     return Measurement(us[0], us[1], gemms, copies, compile_s, float(_rel_err(y0, ref_all)),
@@ -409,7 +411,6 @@ def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
             out = one_pass(x, weights)
         return out
 
-    jax.block_until_ready(call())
     us = medians_us(call, timing.repeats, passes * copies)
     return Measurement(us[0], us[1], passes * copies, copies, compile_s,
                        float(_rel_err(ys[0], ref_all)), tree_bytes(weights[0]))
@@ -870,9 +871,6 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
                 y = stack(y, weights)
             return y
 
-        # One untimed run of the timed call first: session 31's call C read 11.96 against
-        # a second median of 8.44 us a layer without it (dense: 12.09 / 12.07).
-        jax.block_until_ready(run_calls())
         us = medians_us(run_calls, timing.repeats, calls * layers)
         rel_err = float(_rel_err(stack(x, weights), ref))
         overhead = us[0] - rotated.us
