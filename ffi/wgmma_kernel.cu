@@ -280,7 +280,7 @@ __device__ __forceinline__ void wgmma_producer(const WgmmaParams& p, const Strea
       const CUtensorMap* map = tail ? tail_map : act_map;
       const uint32_t act_bytes = tail ? p.tail_box_rows * 128 : Cfg::kActBytes;
       const int tile0 = seg.x * kWgTiles;
-      const int m0 = seg.y * kRows;  // <= 1024
+      const int m0 = seg.y * kRows;  // < kWgmmaMaxM
       const int s_first = seg.s_first, n_stages = seg.n_stages;
       const int tiles = min(kWgTiles, p.n_tiles - tile0);  // 1 or 2
       for (int j = 0; j < n_stages; ++j) {

@@ -42,8 +42,17 @@ int WgmmaProducerBuild();
 // blocks are 256-row blocks along gridDim.y, each dequantizing the weights
 // again: that still beat dequantize-then-cuBLAS up to M = 1024 (session 9,
 // docs/perf/NOTES.md); ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
+// -DJAX_MARLIN_WGMMA_MAX_M=4096 lets the kernel take up to 4096 rows (16 row
+// blocks; no stream-K there, whose workspace ops.py sizes for <= 1024 rows), so
+// the bench's forced `jax_marlin_fused` rows time it against the dense path at
+// M = 2048 and 4096; ops.py's WGMMA_MAX_M still sends impl="auto" no further
+// than 1024.
+#ifndef JAX_MARLIN_WGMMA_MAX_M
+#define JAX_MARLIN_WGMMA_MAX_M 1024
+#endif
 constexpr int kWgmmaMinM = 17;
-constexpr int kWgmmaMaxM = 1024;
+constexpr int kWgmmaMaxM = JAX_MARLIN_WGMMA_MAX_M;
+static_assert(kWgmmaMaxM >= 256 && kWgmmaMaxM <= 4096, "row blocks a column tile: 1..16");
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device);
 
 // The grid LaunchWgmmaGemm would launch, for tests and diagnostics (every
