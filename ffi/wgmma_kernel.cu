@@ -1,4 +1,4 @@
-// Hopper wgmma W4A16 kernel for M = 17..1024 (sm_90a only; design and sources:
+// Hopper wgmma W4A16 kernel for M = 17..4096 (sm_90a only; design and sources:
 // docs/design/wgmma.md; tools/wgmma_probe.cu checks the layout facts below on
 // the GPU).
 //

@@ -1,4 +1,4 @@
-// The Hopper (sm_90a) wgmma kernel for M = 17..1024 rows: an internal launcher,
+// The Hopper (sm_90a) wgmma kernel for M = 17..4096 rows: an internal launcher,
 // chosen by LaunchMarlinGemm (marlin_kernel.cu). No XLA here. Design:
 // docs/design/wgmma.md.
 #pragma once
@@ -40,15 +40,15 @@ int WgmmaProducerBuild();
 // module's sm_90a code loaded, M in [kWgmmaMinM, kWgmmaMaxM], groups of at least
 // 32, and its pipeline within the device's shared memory. Past 256 rows the
 // blocks are 256-row blocks along gridDim.y, each dequantizing the weights
-// again: that still beat dequantize-then-cuBLAS up to M = 1024 (session 9,
-// docs/perf/NOTES.md); ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
-// -DJAX_MARLIN_WGMMA_MAX_M=4096 lets the kernel take up to 4096 rows (16 row
-// blocks; no stream-K there, whose workspace ops.py sizes for <= 1024 rows), so
-// the bench's forced `jax_marlin_fused` rows time it against the dense path at
-// M = 2048 and 4096; ops.py's WGMMA_MAX_M still sends impl="auto" no further
-// than 1024.
+// again: that still beat dequantize-then-cuBLAS at every M up to 4096 on the
+// three large benchmark shapes (sessions 9 and 32, docs/perf/NOTES.md: at 4096
+// x 4096 and M = 4096, 228.6 us against the dense path's 239.4). Stream-K runs
+// no further than 1024 rows (ops.py sizes its workspace for those alone).
+// ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
+// -DJAX_MARLIN_WGMMA_MAX_M=N (256..4096, 16 row blocks at most) caps the rows,
+// to time a smaller range against the dense path.
 #ifndef JAX_MARLIN_WGMMA_MAX_M
-#define JAX_MARLIN_WGMMA_MAX_M 1024
+#define JAX_MARLIN_WGMMA_MAX_M 4096
 #endif
 constexpr int kWgmmaMinM = 17;
 constexpr int kWgmmaMaxM = JAX_MARLIN_WGMMA_MAX_M;

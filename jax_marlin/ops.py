@@ -80,9 +80,11 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 DENSE_FROM_M = 256
 # Except on Hopper, where impl="auto" takes the wgmma kernel (ffi/wgmma_kernel.h) up to
 # its own limit: it beat the dense path at every M from 256 to 1024 on the four large
-# benchmark shapes but one tie (4096 x 14336 at M = 1024; session 9 calls 1-2 in
-# docs/perf/NOTES.md), and past 1024 rows it would need a second kernel.
-WGMMA_MAX_M = 1024
+# benchmark shapes but one tie (4096 x 14336 at M = 1024; session 9 calls 1-2), and at M =
+# 2048 and 4096 on 4096 x 4096, 8192 x 28672 and 28672 x 8192 by 4-11% (session 32 call
+# B, docs/perf/NOTES.md), where the dense path read 0.86-0.96x fp16 and the kernel
+# 0.96-1.00x. Past 4096 rows nothing has been measured.
+WGMMA_MAX_M = 4096
 
 
 def _weights(codes, scales, zero_points, params) -> MarlinWeights:
@@ -301,8 +303,8 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     producer (True: 256-row blocks fed by the producer warpgroup, False: the cp.async ring),
     stream_k_blocks (> 0: the producer's tiles run stream-K on that many persistent blocks,
     ffi/wgmma_stream_k.h; 0: one block a tile)), or
-    None where another kernel runs it (not sm_90, M outside 17..1024, a split_k override, or
-    a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them. The one
+    None where another kernel runs it (not sm_90, M outside 17..WGMMA_MAX_M, a split_k
+    override, or a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them. The one
     override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for tests), keeps the
     grid and adds a 2-way split with the reduce kernel where the plan adds it on chip;
     -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring; -2003
@@ -314,7 +316,7 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
 
 def planned_kernel(M: int, w, dtype, split_k: int = 0) -> str:
     """Which CUDA kernel `_cuda` would run an (M, K) x `w` GEMM with on the current GPU:
-    "stream" (M <= 16), "wgmma" (sm_90, M = 17..1024) or "tiled"."""
+    "stream" (M <= 16), "wgmma" (sm_90, M = 17..WGMMA_MAX_M) or "tiled"."""
     return _plan_query("planned_kernel", M, w, dtype, split_k)
 
 

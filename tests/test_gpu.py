@@ -688,13 +688,14 @@ def _assert_producer_has_the_cp_async_bits(rng, M, case, w, act, reduce_too=Fals
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("M", [200, 256, 257, 300, 520, 1024])
+@pytest.mark.parametrize("M", [200, 256, 257, 300, 520, 1024, 2049, 4096])
 @pytest.mark.parametrize("N, K, block, zp", PRODUCER_SHAPES)
 def test_wgmma_producer_has_the_cp_async_bits(rng, M, N, K, block, zp, dtype):
     """The producer warpgroup (256-row blocks) against the cp.async mainloop, in one
     process: one 256-row block (M = 200, 256, where the plan keeps 256 rows), two to four
     of them along the grid's rows (M = 1024; M = 257, 300 and 520 ragged, their last blocks
-    of 1, 44 and 8 rows read through the tail map's boxes of 8, 48 and 8 rows), the edges
+    of 1, 44 and 8 rows read through the tail map's boxes of 8, 48 and 8 rows), nine and
+    sixteen past 1024 (M = 2049, its last block of 1 row, and 4096: kWgmmaMaxM), the edges
     of PRODUCER_SHAPES."""
     _producer_build()
     act = HALF[dtype]
@@ -848,7 +849,7 @@ def test_wgmma_producer_plans_only_what_it_handles(rng):
     for K, block in [(512, 128), (1056, 32)]:
         case = make_case(rng, N=256, K=K, block_size=block, zp="packed", scale_dtype=np.float16)
         w = case.prepare()
-        for M in [200, 257, 300, 383, 384, 513, 640, 1000, 1024]:
+        for M in [200, 257, 300, 383, 384, 513, 640, 1000, 1024, 1025, 4096]:
             plan = ops.wgmma_plan(M, w, jnp.float16)
             assert plan["rows"] == 256 or M <= 256, (M, plan)
             want = plan["rows"] == WGMMA_PRODUCER_ROWS
@@ -918,7 +919,7 @@ def test_wgmma_plan_exactly_where_the_wgmma_kernel_runs(rng):
     off sm_90 or without the sm_90a build), never for a split_k override."""
     w = make_case(rng, N=200, K=512, block_size=64, zp="packed",
                   scale_dtype=np.float16).prepare()
-    for M in (1, 16, 17, 256, 257, 1024, 1025):
+    for M in (1, 16, 17, 256, 257, 1024, 1025, ops.WGMMA_MAX_M, ops.WGMMA_MAX_M + 1):
         for split_k in (0, 2, FORCE_TILED_KERNEL):
             plan = ops.wgmma_plan(M, w, np.float16, split_k)
             assert (plan is not None) == (ops.planned_kernel(M, w, np.float16, split_k) ==

@@ -203,16 +203,18 @@ def wgmma_producer(rng):
     -DJAX_MARLIN_WGMMA_PRODUCER=0 nothing runs and the count reads 0): two 256-row blocks
     (the second 44 rows, read through the tail map) with 33 groups of 32 (the last
     stage's second group slot zeroed) and ragged N and K, and 256-row blocks in k-split
-    clusters (session 22's racecheck shapes, calls F-H), and 300 x 8002 (N % 8 = 2, one
-    split): the epilogue's staged tile, whole 16-byte chunks and the ragged last ones."""
+    clusters (session 22's racecheck shapes, calls F-H), 300 x 8002 (N % 8 = 2, one
+    split): the epilogue's staged tile, whole 16-byte chunks and the ragged last ones, and
+    2049 x 136 (nine row blocks, the last one row through the tail map: past 1024 rows,
+    where stream-K has no workspace)."""
     checked = 0
     if jm.build_info().get("wgmma_producer"):  # no operands built for a build without it
         checked = _check_wgmma_where_planned(
             rng, [(300, 1000, 1056, 32, jnp.bfloat16), (200, 8000, 4104, 128, jnp.float16),
-                  (300, 8002, 1056, 128, jnp.float16)],
+                  (300, 8002, 1056, 128, jnp.float16), (2049, 136, 1056, 32, jnp.float16)],
             "producer")
-        if "H200" in jax.devices()[0].device_kind:  # all three plan the producer there
-            assert checked == 3, checked
+        if "H200" in jax.devices()[0].device_kind:  # all four plan the producer there
+            assert checked == 4, checked
     print(f"sanitize sweep: {checked} wgmma producer calls checked", flush=True)
 
 
