@@ -357,6 +357,20 @@ def medians_us(call, repeats: int, per: int = 1) -> list[float]:
     return [median_call_s(call, repeats) * 1e6 / per for _ in range(2)]
 
 
+def dispatch_us(call, repeats: int, per: int) -> float:
+    """The median host time, in us per ``per``, until ``call`` returns, before its results
+    are ready: where it nears the call's wall time, the GPU waits for the host (the layer
+    stack: each of its chained calls is one jitted program with every layer's arrays as
+    arguments)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = call()
+        times.append(time.perf_counter() - start)
+        jax.block_until_ready(out)
+    return statistics.median(times) * 1e6 / per
+
+
 def median_call_s(call, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -872,6 +886,7 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
             return y
 
         us = medians_us(run_calls, timing.repeats, calls * layers)
+        dispatch = dispatch_us(run_calls, timing.repeats, calls * layers)
         rel_err = float(_rel_err(stack(x, weights), ref))
         overhead = us[0] - rotated.us
         name = f"{impl}_stack{layers}"
@@ -879,11 +894,12 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
         m = Measurement(us[0], us[1], calls * layers, layers, compile_s, rel_err,
                         rotated.read_bytes,
                         f"per layer; rotated per-GEMM {rotated.us:.2f} us "
-                        f"(run2 {rotated.us_run2:.2f}); overhead {overhead:.2f} us/layer")
+                        f"(run2 {rotated.us_run2:.2f}); overhead {overhead:.2f} us/layer; "
+                        f"host dispatch {dispatch:.2f} us/layer")
         results.add(K, N, 1, dtype, group, name, m, dense_us=stack_us["dense"])
         log(f"   {name}: {us[0]:.2f} us/layer (run2 {us[1]:.2f}); rotated single-shape "
-            f"{rotated.us:.2f} us/GEMM; launch overhead {overhead:.2f} us/layer; "
-            f"rel_err {rel_err:.1e}")
+            f"{rotated.us:.2f} us/GEMM; launch overhead {overhead:.2f} us/layer; host "
+            f"dispatch {dispatch:.2f} us/layer; rel_err {rel_err:.1e}")
 
 
 def run_repack(args, timing: Timing, results: Results, key):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +64,16 @@ def test_speedup_is_the_ratio_of_the_us_columns(run):
     marlin_stack = next(r for r in rows if r["impl"] == "jax_marlin_stack2")
     assert float(marlin_stack["speedup_vs_dense"]) == pytest.approx(
         stack["dense_stack2"] / stack["jax_marlin_stack2"], rel=1e-4)
+
+
+def test_the_stack_reports_its_host_dispatch(run):
+    """Each stack row's note gives the host's time to dispatch its calls, a part of the
+    call's wall time (two medians of the same calls, so within noise of it)."""
+    _, rows, _ = run
+    for row in (r for r in rows if r["impl"].endswith("_stack2")):
+        match = re.search(r"host dispatch ([0-9.]+) us/layer", row["note"])
+        assert match, row["note"]
+        assert 0 < float(match.group(1)) <= 2 * max(float(row["us"]), float(row["us_run2"]))
 
 
 def test_every_timed_output_was_checked(run):
