@@ -205,6 +205,22 @@ def test_bench_trace_drives_the_bench_loop(tmp_path, capsys, monkeypatch):
             assert f"{impl}: no GPU kernels in the trace" in out
 
 
+def test_stack_dispatch_times_each_stack(capsys):
+    """tools/stack_dispatch.py runs the bench's stacks (``bench.chained``) on any backend:
+    a row per impl and layer count, each time a call positive, and the dispatch (part of
+    the single call waited for) no longer than twice that call."""
+    stack_dispatch = tool_module("stack_dispatch")
+    stack_dispatch.main(["--layers", "1", "3", "--shape", "128", "--calls", "2",
+                         "--repeats", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines if line.startswith(("dense ", "jax_marlin "))]
+    assert [(r[0], r[1]) for r in rows] == [
+        (impl, layers) for layers in ("1", "3") for impl in ("dense", "jax_marlin")]
+    for r in rows:
+        dispatch, single, chained = (float(r[i]) for i in (2, 4, 6))
+        assert min(dispatch, single, chained) > 0 and dispatch <= 2 * single, r
+
+
 def test_gap_trace_measures_the_idle_time_between_calls(monkeypatch):
     """tools/gap_trace.py's reading of a trace: from the end of one call (its reduce kernel
     included) to the start of the next call's kernel, never across a pass's checksum."""

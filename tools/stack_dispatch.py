@@ -1,0 +1,72 @@
+"""The host's share of the bench's layer stack: dispatch time a call against wall time.
+
+    python3 tools/stack_dispatch.py [--layers 8 32 128] [--shape 4096] [--calls 20]
+    XLA_FLAGS=--xla_gpu_enable_command_buffer= python3 tools/stack_dispatch.py   # no graphs
+
+Session 32 (call E) read the bench's 32-layer stack (jax_marlin/bench.py run_layer_stack)
+at 7.6 us a layer of host dispatch for dense and 4-bit alike, about the 4-bit stack's GPU
+time, so its wall time followed the host. For each impl and layer count this prints, in
+us a call and a layer: the host time until one call returns (``dispatch``), the wall
+time of one call waited for (``single``), and the wall time a call of ``--calls`` calls
+chained back to back (``chained``, the bench's timing). Dispatch that grows with the
+layers and with command buffers on, and not without them, would put the cost in XLA's
+command-buffer update for each call's new buffers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+
+from jax_marlin import bench
+
+
+def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
+    """Medians over ``repeats`` of dispatch, single and chained (us a call)."""
+    jax.block_until_ready(stack(x, weights))
+    dispatch, single, chained = [], [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        y = stack(x, weights)
+        dispatch.append(time.perf_counter() - start)
+        jax.block_until_ready(y)
+        single.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        y = x
+        for _ in range(calls):
+            y = stack(y, weights)
+        jax.block_until_ready(y)
+        chained.append((time.perf_counter() - start) / calls)
+    return {name: statistics.median(v) * 1e6
+            for name, v in (("dispatch", dispatch), ("single", single), ("chained", chained))}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--shape", type=int, default=4096)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    K = N = args.shape
+    key_w, key_x = jax.random.split(jax.random.key(0))
+    x = jax.random.normal(key_x, (1, K)).astype("float16")
+    onnx = bench.onnx_copies(key_w, K, N, 128, "float16", max(args.layers))
+    weights = {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
+               "jax_marlin": tuple(bench.marlin_weights(q, "float16") for q in onnx)}
+    print(f"backend {jax.default_backend()}; {K}x{N}, M = 1; us a call (a layer)")
+    print(f"{'impl':<11} {'layers':>6} {'dispatch':>18} {'single':>18} {'chained':>18}")
+    for layers in args.layers:
+        for impl in ("dense", "jax_marlin"):
+            stack = bench.chained(bench.JAX_OPS[impl])
+            t = timings(stack, x, weights[impl][:layers], args.calls, args.repeats)
+            cells = " ".join(f"{t[k]:9.1f} {f'({t[k] / layers:.2f})':>8}" for k in
+                             ("dispatch", "single", "chained"))
+            print(f"{impl:<11} {layers:>6} {cells}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
