@@ -45,8 +45,10 @@ int WgmmaProducerBuild();
 // x 4096 and M = 4096, 228.6 us against the dense path's 239.4). Stream-K runs
 // no further than 1024 rows (ops.py sizes its workspace for those alone).
 // ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
-// -DJAX_MARLIN_WGMMA_MAX_M=N (256..4096, 16 row blocks at most) caps the rows,
-// to time a smaller range against the dense path.
+// -DJAX_MARLIN_WGMMA_MAX_M=N (256..4096, 16 row blocks at most) caps the rows;
+// ops.py does not read it, so impl="auto" then sends M = N+1..4096 to the
+// tiled kernel (WgmmaGemmApplies declines), not to the dense path: a knob for
+// timing the bench's forced rows, not for a build anyone runs.
 #ifndef JAX_MARLIN_WGMMA_MAX_M
 #define JAX_MARLIN_WGMMA_MAX_M 4096
 #endif

@@ -38,16 +38,19 @@ def split_k_workspace_floats(M: int, n_pad: int) -> int:
     return splits * M * n_pad if splits > 1 else 1
 
 
-# The wgmma kernel's stream-K (Hopper, 256-row blocks: M = 129..1024) adds its flags and
+# The wgmma kernel's stream-K (Hopper, 256-row blocks at M = 129..1024) adds its flags and
 # partials after the split-K floats: ffi/wgmma_stream_k.h kStreamKWorkspaceFloats, 256
 # flags and a 256 x 128 fp32 partial for each of up to 160 persistent blocks (21 MB).
+# Past 1024 rows the kernel's 256-row blocks get no area, and the planner then declines
+# stream-K (measured only up to 1024 rows, session 27).
 STREAM_K_MIN_M, STREAM_K_MAX_M = 129, 1024
 STREAM_K_WORKSPACE_FLOATS = 256 + 160 * 256 * 128
 
 
 def stream_k_workspace_floats(M: int, wgmma: bool) -> int:
     """fp32 workspace of the wgmma kernel's stream-K, after the split-K floats: only where
-    ``wgmma`` (the device runs it) and M takes 256-row blocks."""
+    ``wgmma`` (the device runs it) and M is STREAM_K_MIN_M..STREAM_K_MAX_M (256-row blocks,
+    up to 1024 rows)."""
     return STREAM_K_WORKSPACE_FLOATS if wgmma and STREAM_K_MIN_M <= M <= STREAM_K_MAX_M else 0
 
 

@@ -490,7 +490,7 @@ WGMMA_SPLITS_M1000 = {(520, 4100): (6, 11), (136, 4096): (8, 8)}
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("M, N, K, block, zp", WGMMA_CASES)
 def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, block, zp, dtype):
-    """The Hopper wgmma kernel (M = 17..1024 on sm_90; docs/design/wgmma.md): block rows of
+    """The Hopper wgmma kernel (M = 17..4096 on sm_90; docs/design/wgmma.md): block rows of
     32, 64, 128 and 256 with M across each edge, two and four 256-row blocks (M = 300, and
     1000 with a last block of 232 rows), ragged N (an idle second warpgroup at N = 130 and
     520, a tile of 8 real columns at N = 72), K past a stage and a group edge, a last stage
