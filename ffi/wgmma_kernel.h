@@ -44,17 +44,12 @@ int WgmmaProducerBuild();
 // three large benchmark shapes (sessions 9 and 32, docs/perf/NOTES.md: at 4096
 // x 4096 and M = 4096, 228.6 us against the dense path's 239.4). Stream-K runs
 // no further than 1024 rows (ops.py sizes its workspace for those alone).
-// ops.py's WGMMA_MAX_M decides what impl="auto" sends here.
-// -DJAX_MARLIN_WGMMA_MAX_M=N (256..4096, 16 row blocks at most) caps the rows;
-// ops.py does not read it, so impl="auto" then sends M = N+1..4096 to the
-// tiled kernel (WgmmaGemmApplies declines), not to the dense path: a knob for
-// timing the bench's forced rows, not for a build anyone runs.
-#ifndef JAX_MARLIN_WGMMA_MAX_M
-#define JAX_MARLIN_WGMMA_MAX_M 4096
-#endif
+// ops.py's WGMMA_MAX_M (the same 4096) decides what impl="auto" sends here.
+// (Session 31's knob JAX_MARLIN_WGMMA_MAX_M, which timed the range past 1024
+// before this default moved, is gone: a smaller cap would have sent M past
+// it to the tiled kernel, since ops.py does not read it.)
 constexpr int kWgmmaMinM = 17;
-constexpr int kWgmmaMaxM = JAX_MARLIN_WGMMA_MAX_M;
-static_assert(kWgmmaMaxM >= 256 && kWgmmaMaxM <= 4096, "row blocks a column tile: 1..16");
+constexpr int kWgmmaMaxM = 4096;
 bool WgmmaGemmApplies(const MarlinGemmArgs& args, const DeviceLimits& device);
 
 // The grid LaunchWgmmaGemm would launch, for tests and diagnostics (every
