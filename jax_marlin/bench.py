@@ -353,31 +353,38 @@ def medians_us(call, repeats: int, per: int = 1) -> list[float]:
     per ``per`` (GEMMs or layers a call), after one untimed call: a loop's timed trip count
     compiles once more, and session 31's call C read the layer stack's first median at
     11.96 against a second of 8.44 us a layer where nothing had run the timed call yet."""
+    return [wall for wall, _ in median_runs_us(call, repeats, per)]
+
+
+def median_runs_us(call, repeats: int, per: int = 1) -> list[tuple[float, float]]:
+    """``medians_us``'s two runs, each as (median wall time, median host dispatch time) of
+    the same calls. The dispatch, the time until ``call`` returns before its results are
+    ready, nears the wall time where the GPU waits for the host (the layer stack: session
+    32 call E read ~7.6 us a layer for dense and 4-bit alike)."""
     jax.block_until_ready(call())
-    return [median_call_s(call, repeats) * 1e6 / per for _ in range(2)]
+    runs = []
+    for _ in range(2):
+        times = call_times_s(call, repeats)
+        runs.append((statistics.median(wall for _, wall in times) * 1e6 / per,
+                     statistics.median(host for host, _ in times) * 1e6 / per))
+    return runs
 
 
-def dispatch_us(call, repeats: int, per: int) -> float:
-    """The median host time, in us per ``per``, until ``call`` returns, before its results
-    are ready: where it nears the call's wall time, the GPU waits for the host (the layer
-    stack: each of its chained calls is one jitted program with every layer's arrays as
-    arguments)."""
+def call_times_s(call, repeats: int) -> list[tuple[float, float]]:
+    """(host time until ``call`` returns, wall time until its results are ready), in s, for
+    each of ``repeats`` calls."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         out = call()
-        times.append(time.perf_counter() - start)
+        returned = time.perf_counter()
         jax.block_until_ready(out)
-    return statistics.median(times) * 1e6 / per
+        times.append((returned - start, time.perf_counter() - start))
+    return times
 
 
 def median_call_s(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(call())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(wall for _, wall in call_times_s(call, repeats))
 
 
 @dataclasses.dataclass
@@ -885,8 +892,8 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
                 y = stack(y, weights)
             return y
 
-        us = medians_us(run_calls, timing.repeats, calls * layers)
-        dispatch = dispatch_us(run_calls, timing.repeats, calls * layers)
+        runs = median_runs_us(run_calls, timing.repeats, calls * layers)
+        us, dispatch = [wall for wall, _ in runs], runs[0][1]
         rel_err = float(_rel_err(stack(x, weights), ref))
         overhead = us[0] - rotated.us
         name = f"{impl}_stack{layers}"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import jax
 
@@ -25,23 +24,22 @@ from jax_marlin import bench
 
 
 def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
-    """Medians over ``repeats`` of dispatch, single and chained (us a call)."""
-    jax.block_until_ready(stack(x, weights))
-    dispatch, single, chained = [], [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        y = stack(x, weights)
-        dispatch.append(time.perf_counter() - start)
-        jax.block_until_ready(y)
-        single.append(time.perf_counter() - start)
-        start = time.perf_counter()
+    """Medians over ``repeats`` of dispatch and single (the same calls) and chained, us a
+    call, with the bench's own timers (``bench.call_times_s``, ``bench.median_call_s``)."""
+    def one():
+        return stack(x, weights)
+
+    def chain():
         y = x
         for _ in range(calls):
             y = stack(y, weights)
-        jax.block_until_ready(y)
-        chained.append((time.perf_counter() - start) / calls)
-    return {name: statistics.median(v) * 1e6
-            for name, v in (("dispatch", dispatch), ("single", single), ("chained", chained))}
+        return y
+
+    jax.block_until_ready(one())
+    times = bench.call_times_s(one, repeats)
+    return {"dispatch": statistics.median(host for host, _ in times) * 1e6,
+            "single": statistics.median(wall for _, wall in times) * 1e6,
+            "chained": bench.median_call_s(chain, repeats) * 1e6 / calls}
 
 
 def main(argv=None):
