@@ -248,8 +248,20 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& devic
 // 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
 // of the first, keeps 256 rows: 50.8 against 54.4).
 // -DJAX_MARLIN_WGMMA_HALVES=0 keeps 256 rows there, to time the two choices.
+// M = 65-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off; session 32, not yet
+// measured) may likewise run 64-row blocks with k in 2 on chip instead of 128-row blocks,
+// where the model says so and the grid still gives each block an SM of its
+// own (n_blocks x 2 x 2 <= SMs: the 4096-column shapes). The model's 64-row
+// stage time held for one block an SM (64 x 4096 x 4096: 10.4 modelled, 11.7
+// measured) and not for two (64 x 8192 x 28672: 42.9 against 88.7), hence the
+// condition. At 128 x 4096 x 4096 the current plan (128 rows, k in 4, the
+// reduce) models 16.4 us and measured 14.8 (session 31 call A); 64-row halves
+// model 13.4.
 #ifndef JAX_MARLIN_WGMMA_HALVES
 #define JAX_MARLIN_WGMMA_HALVES 1
+#endif
+#ifndef JAX_MARLIN_WGMMA_HALVES64
+#define JAX_MARLIN_WGMMA_HALVES64 1
 #endif
 inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLimits& device) {
   WgmmaGridInfo info = plan_wgmma_rows(args, device, wgmma_rows(args.M), 0);
@@ -257,6 +269,13 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
       args.M <= 256) {
     const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 128, 2);
     if (halves.cluster_k && wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
+      return halves;
+  }
+  if (JAX_MARLIN_WGMMA_CLUSTER_K && JAX_MARLIN_WGMMA_HALVES64 && info.rows == 128 &&
+      args.M > 64 && args.M <= 128) {
+    const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 64, 2);
+    if (halves.cluster_k && halves.n_blocks * halves.m_blocks * 2 <= device.sm_count &&
+        wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
       return halves;
   }
   return info;

@@ -522,8 +522,8 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
                                                                                 (1, stages))
     assert plan is not None, plan
     rows = next((r for r in (32, 64, 128, 256) if M <= r), 256)
-    if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h): k in 2, maybe 128 rows
-        assert plan["splits"] == 2 and plan["rows"] in (rows, 128), plan
+    if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h): k in 2, maybe half the rows
+        assert plan["splits"] == 2 and plan["rows"] in (rows, rows // 2, 128), plan
         assert plan["n_blocks"] == -(-N // 128), plan
         assert plan["m_blocks"] == -(-M // plan["rows"]), plan
         assert plan["stages_per_split"] == -(-stages // 2), plan
@@ -558,10 +558,13 @@ def _cluster_case(rng, M, N, K, act):
 # limits): 256-row blocks (the first three, 200 x 8000 with an idle second warpgroup in its
 # last block), 128-row blocks (100 x 8000 x 2056, and the 4096-column shapes replanned from
 # 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of them), 64- and 32-row blocks two an
-# SM (the last two: 224 blocks, clusters of 2 sharing SMs).
+# SM (50 x 14300 and 20 x 14336: 224 blocks, clusters of 2 sharing SMs), and 64-row blocks
+# replanned from 128 rows (the last two: M = 65-128 on ~4096 columns, two row blocks, the
+# second ragged: 36 and 6 rows).
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (150, 6100, 8192),
                                      (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100),
-                                     (50, 14300, 2056), (20, 14336, 4104)])
+                                     (50, 14300, 2056), (20, 14336, 4104), (100, 4000, 4100),
+                                     (70, 4100, 2056)])
 def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     """A k-split in two runs as clusters of 2 blocks that add their halves through
     distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
@@ -575,7 +578,8 @@ def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
 
 
 @pytest.mark.parametrize("M, N, K, act", [(200, 8000, 4100, BF16), (256, 4096, 4096, np.float16),
-                                          (20, 12000, 2056, np.float16)])
+                                          (20, 12000, 2056, np.float16),
+                                          (100, 4000, 4100, BF16)])
 def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act):
     """The on-chip split's exchange run 48 times back to back on one stream: every output
     bitwise the same and right. compute-sanitizer's racecheck reports write-write hazards
@@ -600,7 +604,8 @@ def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act)
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (100, 8000, 2056),
-                                     (256, 4096, 4096), (50, 14300, 2056), (20, 14336, 4104)])
+                                     (256, 4096, 4096), (50, 14300, 2056), (20, 14336, 4104),
+                                     (100, 4000, 4100)])
 def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
     """The on-chip split adds split 0's half and split 1's in the reduce kernel's order,
     bias last, one rounding: on the same grid (FORCE_WGMMA_REDUCE keeps the plan and sends
