@@ -251,7 +251,8 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& devic
 // M = 65-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off; session 32, not yet
 // measured) may likewise run 64-row blocks with k in 2 on chip instead of 128-row blocks,
 // where the model says so and the grid still gives each block an SM of its
-// own (n_blocks x 2 x 2 <= SMs: the 4096-column shapes). The model's 64-row
+// own (n_blocks x 2 x 2 <= SMs: up to ~4224 columns on an H200, the 4096-column
+// projections and narrow shapes alike). The model's 64-row
 // stage time held for one block an SM (64 x 4096 x 4096: 10.4 modelled, 11.7
 // measured) and not for two (64 x 8192 x 28672: 42.9 against 88.7), hence the
 // condition. At 128 x 4096 x 4096 the current plan (128 rows, k in 4, the
