@@ -226,18 +226,31 @@ inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLim
   return info;
 }
 
-// A grid's time in us, roughly: waves x (stages + 10) x a stage's 0.178 +
-// 0.00208 rows us (the 10 stages: the launch, the prologue's DRAM round trip
-// and the epilogue), a reduce ~4.8 us, the on-chip exchange ~0.3. Fitted to
-// session 18's probe of the kernel alone at M = 256, K = 4096-14336, N = 4096:
-// 0.71 us a 256-row stage, 0.444 a 128-row one, each within 1 us of the
-// measured 17.7-54.4 us.
-inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& device) {
+// A grid's time in us, roughly: waves x (stages + 10) x a stage's time (the 10
+// stages: the launch, the prologue's DRAM round trip and the epilogue), plus the
+// k-split's cost: the on-chip exchange ~0.3 us, or the reduce kernel, ~0.95 us and
+// its traffic (each split's fp32 partials read, the output written) at ~4.2 TB/s.
+// A stage: 0.178 + 0.00208 rows us at 128 and 256 rows (0.444 and 0.71), fitted to
+// session 18's probe of the kernel alone at M = 256, K = 4096-14336, N = 4096, each
+// within 1 us of the measured 17.7-54.4 us; 0.33 us at 64 rows and one block an SM
+// (session 33 call A: the 64-row halves of 128 x K x N read 13.8 / 25.1 / 8.9 /
+// 6.6 us at K x N = 4096 x 4096 / 8192 x 4096 / 2048 x 4096 / 1056 x 200, 0.32-0.335 a
+// stage, where the line gives 0.311). The reduce's terms, from the same call: after
+// 128-row blocks with k in 4 on 4096 x 4096 it took 2.1 / 2.4 / 3.2 us at M = 65 /
+// 96 / 128 (4.8 / 7.1 / 9.4 MB); the flat 4.8 us this model used before priced a
+// 128-row block's k in 4 ~1.6 us too high at M = 128 and 2.7 at 65.
+inline double wgmma_stage_us(int rows) { return rows <= 64 ? 0.33 : 0.178 + 0.00208 * rows; }
+inline double wgmma_reduce_us(const WgmmaGridInfo& plan, const MarlinGemmArgs& args) {
+  const double bytes = static_cast<double>(plan.splits * 4 + 2) * static_cast<double>(args.M) *
+                       static_cast<double>(args.n_pad);
+  return 0.95 + bytes / 4.2e6;
+}
+inline double wgmma_plan_us(const WgmmaGridInfo& plan, const MarlinGemmArgs& args,
+                            const DeviceLimits& device) {
   const int64_t waves = ceil_div(plan.n_blocks * plan.m_blocks * plan.splits,
                                  int64_t{wgmma_slots(device, plan.rows)});
-  const double stage_us = 0.178 + 0.00208 * plan.rows;
-  return static_cast<double>(waves * (plan.stages_per_split + 10)) * stage_us +
-         (plan.splits > 1 ? (plan.cluster_k ? 0.3 : 4.8) : 0.0);
+  return static_cast<double>(waves * (plan.stages_per_split + 10)) * wgmma_stage_us(plan.rows) +
+         (plan.splits > 1 ? (plan.cluster_k ? 0.3 : wgmma_reduce_us(plan, args)) : 0.0);
 }
 
 // The grid of one GEMM. The launch runs exactly this and PlanWgmmaGemm
@@ -248,16 +261,18 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const DeviceLimits& devic
 // 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
 // of the first, keeps 256 rows: 50.8 against 54.4).
 // -DJAX_MARLIN_WGMMA_HALVES=0 keeps 256 rows there, to time the two choices.
-// M = 65-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off; session 32, not yet
-// measured) may likewise run 64-row blocks with k in 2 on chip instead of 128-row blocks,
-// where the model says so and the grid still gives each block an SM of its
-// own (n_blocks x 2 x 2 <= SMs: up to ~4224 columns on an H200, the 4096-column
-// projections and narrow shapes alike). The model's 64-row
-// stage time held for one block an SM (64 x 4096 x 4096: 10.4 modelled, 11.7
-// measured) and not for two (64 x 8192 x 28672: 42.9 against 88.7), hence the
-// condition. At 128 x 4096 x 4096 the current plan (128 rows, k in 4, the
-// reduce) models 16.4 us and measured 14.8 (session 31 call A); 64-row halves
-// model 13.4.
+// M = 113-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off) may likewise run
+// 64-row blocks with k in 2 on chip instead of 128-row blocks (k in 4 and the
+// reduce on ~4096-column shapes), where the model says so and the grid still
+// gives each block an SM of its own (n_blocks x 2 x 2 <= SMs: up to ~4224 columns
+// on an H200; the model's 64-row stage held for one block an SM and not for two,
+// 64 x 8192 x 28672: 42.9 modelled against 88.7 measured). Session 33 call A
+// (the kernels alone): 128 x K x 4096 at K = 4096 14.7 -> 13.8 us, K = 2048 11.3 ->
+// 8.9, 128 x 1056 x 200 12.3 -> 6.6; at K = 8192 25.1 against 22.7, which the
+// model now declines. Not below 113 rows: a 128-row block's time falls with its
+// rows (11.4 us at 128, 10.4 at 65, 4096 x 4096) where the model prices all 128,
+// and the halves, whose time does not fall, lost at 65, 96 and 100 rows (+1.1,
+// +0.3, +0.7 us on ~4096 x 4096).
 #ifndef JAX_MARLIN_WGMMA_HALVES
 #define JAX_MARLIN_WGMMA_HALVES 1
 #endif
@@ -269,14 +284,14 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
   if (JAX_MARLIN_WGMMA_CLUSTER_K && JAX_MARLIN_WGMMA_HALVES && info.rows == 256 &&
       args.M <= 256) {
     const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 128, 2);
-    if (halves.cluster_k && wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
+    if (halves.cluster_k && wgmma_plan_us(halves, args, device) < wgmma_plan_us(info, args, device))
       return halves;
   }
   if (JAX_MARLIN_WGMMA_CLUSTER_K && JAX_MARLIN_WGMMA_HALVES64 && info.rows == 128 &&
-      args.M > 64 && args.M <= 128) {
+      args.M > 112 && args.M <= 128) {
     const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 64, 2);
     if (halves.cluster_k && halves.n_blocks * halves.m_blocks * 2 <= device.sm_count &&
-        wgmma_plan_us(halves, device) < wgmma_plan_us(info, device))
+        wgmma_plan_us(halves, args, device) < wgmma_plan_us(info, args, device))
       return halves;
   }
   return info;

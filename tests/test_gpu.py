@@ -478,7 +478,7 @@ WGMMA_CASES = [(M, N, K, block, zp)
 # (9 stages each, the last 66 - 63 = 3). K = 4096, groups of 32: 64 stages, S = 8 of 8. The
 # others have at most 17 stages, so at most 2 splits: one costs stages + 4, two
 # ceil(stages / 2) + 16, more. (At M = 129-256 the on-chip split may replan the short-k
-# shapes as 128-row blocks with k in 2, clusters of 2 with no reduce, and at M = 65-128 as
+# shapes as 128-row blocks with k in 2, clusters of 2 with no reduce, and at M = 113-128 as
 # 64-row blocks the same way: the test then checks that grid instead.) Past 256 rows there are ceil(M / 256) row blocks: at M = 1000
 # (four, the last of 232 rows) K = 4100 has 20 blocks and a workspace of 7 splits (2^22
 # floats // (1000 x 576)), and S = 6 (11 stages) fills one wave for 11 + 4 + 12 = 27, where
@@ -498,7 +498,7 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     zero-point kind, 128 and per-channel, a bias. K = 4100 and 4096 over a few column blocks
     take the k-split (8 splits by the heuristic, 6 for K = 4100 at M = 1000; 4100's last
     split has 3 stages at 8, fewer than the ring's prefetch), the others one split, or at
-    M = 129-256 the on-chip split's 128-row grid (at M = 65-128 its 64-row one);
+    M = 129-256 the on-chip split's 128-row grid (at M = 113-128 its 64-row one);
     ops.wgmma_plan asserts the grid (rows, blocks, splits). Against the oracle and bitwise
     reproducible; the tiled kernel, forced on the same operands, against the oracle too
     (both paths stay reachable).
@@ -560,12 +560,12 @@ def _cluster_case(rng, M, N, K, act):
 # last block), 128-row blocks (100 x 8000 x 2056, and the 4096-column shapes replanned from
 # 256 rows; with -DJAX_MARLIN_WGMMA_MAX_ROWS=128 all of them), 64- and 32-row blocks two an
 # SM (50 x 14300 and 20 x 14336: 224 blocks, clusters of 2 sharing SMs), and 64-row blocks
-# replanned from 128 rows (the last two: M = 65-128 on ~4096 columns, two row blocks, the
-# second ragged: 36 and 6 rows).
+# replanned from 128 rows (the last two: M = 113-128 on ~4096 columns, two row blocks, the
+# second ragged: 56 and 49 rows).
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (150, 6100, 8192),
                                      (100, 8000, 2056), (256, 4096, 4096), (200, 4000, 4100),
-                                     (50, 14300, 2056), (20, 14336, 4104), (100, 4000, 4100),
-                                     (70, 4100, 2056)])
+                                     (50, 14300, 2056), (20, 14336, 4104), (120, 4000, 4100),
+                                     (113, 4100, 2056)])
 def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
     """A k-split in two runs as clusters of 2 blocks that add their halves through
     distributed shared memory (ffi/wgmma_plan.h; ragged M, N and K, a bias): against the
@@ -580,7 +580,7 @@ def test_wgmma_k_split_in_clusters(rng, M, N, K, dtype):
 
 @pytest.mark.parametrize("M, N, K, act", [(200, 8000, 4100, BF16), (256, 4096, 4096, np.float16),
                                           (20, 12000, 2056, np.float16),
-                                          (100, 4000, 4100, BF16)])
+                                          (120, 4000, 4100, BF16)])
 def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act):
     """The on-chip split's exchange run 48 times back to back on one stream: every output
     bitwise the same and right. compute-sanitizer's racecheck reports write-write hazards
@@ -606,7 +606,7 @@ def test_wgmma_cluster_exchange_bitwise_the_same_back_to_back(rng, M, N, K, act)
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("M, N, K", [(256, 8192, 4096), (200, 8000, 4100), (100, 8000, 2056),
                                      (256, 4096, 4096), (50, 14300, 2056), (20, 14336, 4104),
-                                     (100, 4000, 4100)])
+                                     (120, 4000, 4100)])
 def test_wgmma_on_chip_split_has_the_reduce_kernels_bits(rng, M, N, K, dtype):
     """The on-chip split adds split 0's half and split 1's in the reduce kernel's order,
     bias last, one rounding: on the same grid (FORCE_WGMMA_REDUCE keeps the plan and sends

@@ -192,7 +192,7 @@ def wgmma_k_split_clusters(rng):
     racecheck follows; tests/test_gpu.py's back-to-back test checks it too."""
     shapes = [(100, 8000, 2056, 128, jnp.float16), (200, 8000, 4100, 128, jnp.bfloat16),
               (20, 12000, 2056, 128, jnp.float16),  # 32-row blocks, two an SM
-              (100, 4000, 4100, 128, jnp.float16)]  # 64-row halves: two row blocks, 36 rows last
+              (120, 4000, 4100, 128, jnp.float16)]  # 64-row halves: two row blocks, 56 rows last
     checked = _check_wgmma_where_planned(rng, shapes, "cluster_k")
     if "H200" in jax.devices()[0].device_kind:  # every shape plans the cluster there
         assert checked == len(shapes), checked
