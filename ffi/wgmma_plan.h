@@ -259,7 +259,10 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const MarlinGemmArgs& arg
 // 128-row blocks with k in 2 as clusters instead of 256-row blocks and a
 // reduce, where the cost model says that is faster (measured: 4096 x 4096
 // 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
-// of the first, keeps 256 rows: 50.8 against 54.4).
+// of the first, keeps 256 rows: 50.8 against 54.4). With the reduce priced by its
+// bytes (session 33), narrower and shorter shapes keep 256 rows and the reduce, which
+// measured faster there (256 x 3072 x 1024 15.0 -> 12.7 us, 129 x 8192 x 4096 32.4 ->
+// 29.4, 192 x 6144 x 3072 25.7 -> 21.9; session 33 call B).
 // -DJAX_MARLIN_WGMMA_HALVES=0 keeps 256 rows there, to time the two choices.
 // M = 113-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off) may likewise run
 // 64-row blocks with k in 2 on chip instead of 128-row blocks (k in 4 and the
