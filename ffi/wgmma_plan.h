@@ -114,7 +114,10 @@ __host__ __device__ constexpr int wgmma_blocks_per_sm(int rows) { return rows <=
 // ChooseSplits' costs in stage times (64 of k). The fill: the prologue's DRAM
 // round trip and the first stages. The reduce: its launch plus M x n_pad x 4 B
 // written and read per split, ~5 us at M = 64, N = 8192 against the ~0.4 us
-// a stage took there unsplit (session 7 call 2: 195 us for 448 stages).
+// a stage took there unsplit (session 7 call 2: 195 us for 448 stages). A flat
+// price, unlike wgmma_plan_us's reduce by its bytes (session 33): the split
+// count it picks was measured with this one (sessions 7-17), and the byte
+// price has only been checked on the choice of rows below.
 constexpr int kWgFillStages = 4;
 constexpr int kWgReduceStages = 12;
 constexpr int kWgMinStagesPerSplit = 8;
@@ -232,8 +235,11 @@ inline WgmmaGridInfo plan_wgmma_rows(const MarlinGemmArgs& args, const DeviceLim
 // its traffic (each split's fp32 partials read, the output written) at ~4.2 TB/s.
 // A stage: 0.178 + 0.00208 rows us at 128 and 256 rows (0.444 and 0.71), fitted to
 // session 18's probe of the kernel alone at M = 256, K = 4096-14336, N = 4096, each
-// within 1 us of the measured 17.7-54.4 us; 0.33 us at 64 rows and one block an SM
-// (session 33 call A: the 64-row halves of 128 x K x N read 13.8 / 25.1 / 8.9 /
+// within 1 us of the measured 17.7-54.4 us with the flat reduce (with the reduce by
+// its bytes the 256-row plans there model 1.2-1.7 us above what they measured; the
+// choice between 128 and 256 rows at M = 129-256 was checked with it, session 33
+// call B); 0.33 us at 64 rows (and 32, never compared) and one block an SM
+// (session 33 call A: the 64-row halves of 128 x K x N read 13.8 / 25.1 / 9.0 /
 // 6.6 us at K x N = 4096 x 4096 / 8192 x 4096 / 2048 x 4096 / 1056 x 200, 0.32-0.335 a
 // stage, where the line gives 0.311). The reduce's terms, from the same call: after
 // 128-row blocks with k in 4 on 4096 x 4096 it took 2.1 / 2.4 / 3.2 us at M = 65 /
@@ -260,22 +266,27 @@ inline double wgmma_plan_us(const WgmmaGridInfo& plan, const MarlinGemmArgs& arg
 // reduce, where the cost model says that is faster (measured: 4096 x 4096
 // 22.7 -> 19.1 us, 8192 x 4096 33.9 -> 33.2; 14336 x 4096, with 3.5x the stages
 // of the first, keeps 256 rows: 50.8 against 54.4). With the reduce priced by its
-// bytes (session 33), narrower and shorter shapes keep 256 rows and the reduce, which
-// measured faster there (256 x 3072 x 1024 15.0 -> 12.7 us, 129 x 8192 x 4096 32.4 ->
-// 29.4, 192 x 6144 x 3072 25.7 -> 21.9; session 33 call B).
+// bytes (session 33), shapes with few partial bytes (a small M x n_pad) go back to
+// 256 rows and the reduce, which measured faster there (session 33 call B: 256 x
+// 3072 x 1024 15.0 -> 12.7 us, 129 x 8192 x 4096 32.4 -> 29.4, 192 x 6144 x 3072
+// 25.7 -> 21.9).
 // -DJAX_MARLIN_WGMMA_HALVES=0 keeps 256 rows there, to time the two choices.
-// M = 113-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off) may likewise run
-// 64-row blocks with k in 2 on chip instead of 128-row blocks (k in 4 and the
+// M = kWgHalves64MinM-128 (JAX_MARLIN_WGMMA_HALVES64, 0 to turn it off) may likewise
+// run 64-row blocks with k in 2 on chip instead of 128-row blocks (k in 4 and the
 // reduce on ~4096-column shapes), where the model says so and the grid still
-// gives each block an SM of its own (n_blocks x 2 x 2 <= SMs: up to ~4224 columns
-// on an H200; the model's 64-row stage held for one block an SM and not for two,
-// 64 x 8192 x 28672: 42.9 modelled against 88.7 measured). Session 33 call A
+// gives each block an SM of its own (n_blocks x m_blocks x splits <= SMs: up to ~4224
+// columns on an H200; the model's 64-row stage held for one block an SM and not for
+// two, 64 x 8192 x 28672: 45.5 modelled against 88.7 measured). Session 33 call A
 // (the kernels alone): 128 x K x 4096 at K = 4096 14.7 -> 13.8 us, K = 2048 11.3 ->
-// 8.9, 128 x 1056 x 200 12.3 -> 6.6; at K = 8192 25.1 against 22.7, which the
-// model now declines. Not below 113 rows: a 128-row block's time falls with its
-// rows (11.4 us at 128, 10.4 at 65, 4096 x 4096) where the model prices all 128,
-// and the halves, whose time does not fall, lost at 65, 96 and 100 rows (+1.1,
-// +0.3, +0.7 us on ~4096 x 4096).
+// 9.0, 128 x 1056 x 200 12.3 -> 6.6; at K = 8192 25.1 against 22.7, which the
+// model now declines. Not below kWgHalves64MinM rows: a 128-row block's time falls
+// with its rows (11.4 us at 128, 10.4 at 65, 4096 x 4096) where the model prices all
+// 128, so it would take the halves from M = 95 at 4096 x 4096, and the halves, whose
+// time does not fall, lost at 65, 96 and 100 rows (+1.1, +0.3, +0.7 us on ~4096 x
+// 4096) and won at 113, 120 and 128 (call B). The cut sits in the unmeasured 101-112
+// and rests on ~4096 x 4096 alone; other K (2048, 3072) and narrow N were measured
+// at 115-128 rows only.
+constexpr int kWgHalves64MinM = 113;
 #ifndef JAX_MARLIN_WGMMA_HALVES
 #define JAX_MARLIN_WGMMA_HALVES 1
 #endif
@@ -291,9 +302,10 @@ inline WgmmaGridInfo plan_wgmma_grid(const MarlinGemmArgs& args, const DeviceLim
       return halves;
   }
   if (JAX_MARLIN_WGMMA_CLUSTER_K && JAX_MARLIN_WGMMA_HALVES64 && info.rows == 128 &&
-      args.M > 112 && args.M <= 128) {
+      args.M >= kWgHalves64MinM && args.M <= 128) {
     const WgmmaGridInfo halves = plan_wgmma_rows(args, device, 64, 2);
-    if (halves.cluster_k && halves.n_blocks * halves.m_blocks * 2 <= device.sm_count &&
+    if (halves.cluster_k &&
+        halves.n_blocks * halves.m_blocks * halves.splits <= device.sm_count &&
         wgmma_plan_us(halves, args, device) < wgmma_plan_us(info, args, device))
       return halves;
   }

@@ -19,12 +19,13 @@ import pytest
 
 import jax_marlin as jm
 from jax_marlin import _layout, _shapes, ops
-from conftest import (BF16, Case, activations, assert_close, make_case, np_pack, oracle64,
-                      requires_gpu, to_jnp, WGMMA_PRODUCER_ROWS)
+from conftest import (BF16, Case, activations, assert_close, header_constant, make_case,
+                      np_pack, oracle64, requires_gpu, to_jnp, WGMMA_PRODUCER_ROWS)
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
 HALF = {"f16": np.dtype(np.float16), "bf16": BF16}
+HALVES64_MIN_M = header_constant("wgmma_plan.h", "kWgHalves64MinM")  # 64-row halves from here
 # split_k: 0 = the planner's choice; > 0 an aligned split of every column group; -C the
 # streaming kernel's tile split with C blocks per 64-column tile (a thread-block
 # cluster adding through distributed shared memory when C > 1, sm_90), where it fits
@@ -479,10 +480,10 @@ WGMMA_CASES = [(M, N, K, block, zp)
 # others have at most 17 stages, so at most 2 splits: one costs stages + 4, two
 # ceil(stages / 2) + 16, more. (At M = 129-256 the on-chip split may replan the short-k
 # shapes as 128-row blocks with k in 2, clusters of 2 with no reduce, and at M = 113-128 as
-# 64-row blocks the same way: the test then checks that grid instead.) Past 256 rows there are ceil(M / 256) row blocks: at M = 1000
-# (four, the last of 232 rows) K = 4100 has 20 blocks and a workspace of 7 splits (2^22
-# floats // (1000 x 576)), and S = 6 (11 stages) fills one wave for 11 + 4 + 12 = 27, where
-# S = 7 takes two, 2 x 14 + 12 = 40.
+# 64-row blocks the same way: the test then checks that grid instead.) Past 256 rows there
+# are ceil(M / 256) row blocks: at M = 1000 (four, the last of 232 rows) K = 4100 has 20
+# blocks and a workspace of 7 splits (2^22 floats // (1000 x 576)), and S = 6 (11 stages)
+# fills one wave for 11 + 4 + 12 = 27, where S = 7 takes two, 2 x 14 + 12 = 40.
 WGMMA_SPLITS = {(520, 4100): (8, 9), (136, 4096): (8, 8)}
 WGMMA_SPLITS_M1000 = {(520, 4100): (6, 11), (136, 4096): (8, 8)}
 
@@ -523,7 +524,8 @@ def test_wgmma_kernel_against_the_oracle_and_the_tiled_kernel(rng, M, N, K, bloc
     assert plan is not None, plan
     rows = next((r for r in (32, 64, 128, 256) if M <= r), 256)
     if plan["cluster_k"]:  # the on-chip split (ffi/wgmma_plan.h): k in 2, maybe half the rows
-        halved = {256: (256, 128), 128: (128, 64)}.get(rows, (rows,))
+        halved = {256: (256, 128),
+                  128: (128, 64) if M >= HALVES64_MIN_M else (128,)}.get(rows, (rows,))
         assert plan["splits"] == 2 and plan["rows"] in halved, plan
         assert plan["n_blocks"] == -(-N // 128), plan
         assert plan["m_blocks"] == -(-M // plan["rows"]), plan
