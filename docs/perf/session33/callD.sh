@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 33 call D, on the landed tree (acc21e1 + a comment): the bench at 4096 x 4096,
 # M = 113 / 120 / 128, fp16 and bf16, a second reading of call C's M = 128 cell
-# (0.94x in its first median, 0.99x in its second).
+# (0.94x in its first median, 1.03x fp16 / 0.99x bf16 in its second).
 #   run(command="bash docs/perf/session33/callD.sh", carry=[".ffi"])
 # *Predicted*: the kernel alone 13.8-13.9 us at all three M (call B), so the three cells
 # alike, ~17.5-18.4 us against cuBLAS's ~17.3.

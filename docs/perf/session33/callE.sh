@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 33 call E (the session's last ~4 minutes of device time): why session 32's
-# stage_a without divisions lost at 16 x 14336 x 4096 (call A: GEMM 14.56 -> 15.23 us)
+# stage_a without divisions lost at 16 x 14336 x 4096 (call A: the kernel alone 14.53 / 14.56 -> 15.23 / 15.26 us)
 # while it won at 16 x 8192 x 28672: both variants built with
 # -DJAX_MARLIN_STREAM_TIMELINE (ffi/stream_timeline.h: the blocks' own timestamps), one
 # probe round each.
