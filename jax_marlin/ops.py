@@ -304,9 +304,10 @@ def wgmma_plan(M: int, w, dtype, split_k: int = 0):
     stream_k_blocks (> 0: the producer's tiles run stream-K on that many persistent blocks,
     ffi/wgmma_stream_k.h; 0: one block a tile)), or
     None where another kernel runs it (not sm_90, M outside 17..WGMMA_MAX_M, a split_k
-    override, or a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of them. The one
-    override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for tests), keeps the
-    grid and adds a 2-way split with the reduce kernel where the plan adds it on chip;
+    override, or a build without sm_90a code). Past 256 rows: 256-row blocks, m_blocks of
+    them. The one override it takes, -2001 (ffi/wgmma_kernel.h kForceWgmmaReduce, for
+    tests), keeps the grid and adds a 2-way split with the reduce kernel where the plan adds
+    it on chip;
     -2002 (kForceWgmmaCpAsync) keeps the grid with the cp.async ring; -2003
     (kForceWgmmaNoStreamK) keeps the producer on one block a tile; -2004
     (kForceWgmmaStreamK) runs a 256-row plan stream-K whatever its tile count.
