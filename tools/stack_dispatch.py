@@ -48,22 +48,27 @@ def main(argv=None):
     parser.add_argument("--shape", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
+                        choices=["dense", "jax_marlin", "jax_marlin_dense"],
+                        help="jax_marlin_dense: our dequantization (an FFI call of one plain "
+                        "kernel) then XLA's dot, a control for what an FFI call costs")
     args = parser.parse_args(argv)
     K = N = args.shape
     key_w, key_x = jax.random.split(jax.random.key(0))
     x = jax.random.normal(key_x, (1, K)).astype("float16")
     onnx = bench.onnx_copies(key_w, K, N, 128, "float16", max(args.layers))
+    marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
     weights = {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
-               "jax_marlin": tuple(bench.marlin_weights(q, "float16") for q in onnx)}
+               "jax_marlin": marlin, "jax_marlin_dense": marlin}
     print(f"backend {jax.default_backend()}; {K}x{N}, M = 1; us a call (a layer)")
-    print(f"{'impl':<11} {'layers':>6} {'dispatch':>18} {'single':>18} {'chained':>18}")
+    print(f"{'impl':<16} {'layers':>6} {'dispatch':>18} {'single':>18} {'chained':>18}")
     for layers in args.layers:
-        for impl in ("dense", "jax_marlin"):
+        for impl in args.impls:
             stack = bench.chained(bench.JAX_OPS[impl])
             t = timings(stack, x, weights[impl][:layers], args.calls, args.repeats)
             cells = " ".join(f"{t[k]:9.1f} {f'({t[k] / layers:.2f})':>8}" for k in
                              ("dispatch", "single", "chained"))
-            print(f"{impl:<11} {layers:>6} {cells}", flush=True)
+            print(f"{impl:<16} {layers:>6} {cells}", flush=True)
 
 
 if __name__ == "__main__":
