@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 34, call A: where the 4-bit layer stack's extra host time goes (NOTES "Next"
-# item 3), and session 33's prepared call F (nodiv's launch under ncu, item 2).
-#   run(command="bash docs/perf/session34/callA.sh", carry=[".ffi", ".variants"])
-# .variants/{main,nodiv}: git archive main ffi; nodiv with
-# docs/perf/session32/wip/stage-a-nodiv/0001-*.patch applied.
+# item 3). (Session 33's prepared call F, nodiv under ncu, is left out: the device refused
+# five starts this session, ~570 s of the budget, and nodiv's best case is -1.2% on one
+# shape.)
+#   run(command="bash docs/perf/session34/callA.sh", carry=[".ffi"])
 # *Predicted*: (1) with CUSTOM_CALL out of the command buffers, the 4-bit stack's
 # dispatch falls toward dense's or below (~15-20 us a layer, XLA launching our kernels
 # itself, as session 33's "command buffers off" row) while chained gets slower: if so the
@@ -13,21 +13,17 @@
 # jax_marlin_dense (our dequantization, one plain kernel an FFI call, then cuBLAS) is the
 # control: if its layers cost the host as much extra as the fused ones, it is the FFI
 # call itself (XLA traces an FFI call into a new graph at every record), not our launch.
-# (3) ncu: equal active cycles on the busiest SM for nodiv and main, nodiv's extra time
-# before the first block.
 set -u
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PIP_NO_INDEX=1 PYTHONUNBUFFERED=1
 repo="$(pwd)"
 start=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt"
-(PROBE_ROUNDS=0 bash tools/probe_variants.sh > "$OUT/probe_build.log" 2>&1) &
 python3 -m pip install --no-build-isolation --no-deps . \
   -Ccmake.define.XLA_FFI_INCLUDE_DIR="$repo/.ffi/include" \
   -Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build took $(( $(date +%s) - start )) s"
-wait
 cd /tmp
 {
   echo "== default XLA flags"
@@ -40,15 +36,4 @@ echo "dispatch done at $(( $(date +%s) - start )) s"; grep -v "^W\|^I0" "$OUT/di
 timeout 150 python3 "$repo/tools/host_trace.py" --layers 32 --calls 5 --top 45 --impls dense jax_marlin jax_marlin_dense \
   > "$OUT/host_trace.txt" 2>&1
 echo "host trace done at $(( $(date +%s) - start )) s"; grep -v "^W\|^I0" "$OUT/host_trace.txt" | tail -110
-cd "$repo"
-metrics=gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_elapsed.max,sm__cycles_active.avg
-metrics=$metrics,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__grid_size
-for v in main nodiv; do
-  for shape in 16x14336x4096 16x8192x28672; do
-    echo "== $v $shape"
-    timeout 100 ncu --kernel-name regex:stream_gemm_kernel --launch-skip 20 --launch-count 3 \
-      --metrics "$metrics" "/tmp/probe_obj/$v/latency_probe" random "splits=" "$shape" 2>&1 \
-      | grep -E "gpu__|sm__|launch__" | tee -a "$OUT/ncu_$v.txt"
-  done
-done
 echo "all done at $(( $(date +%s) - start )) s"
