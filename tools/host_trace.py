@@ -32,6 +32,7 @@ import jax  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import decode_trace as dt  # noqa: E402  (its trace parsing)
+import stack_dispatch as sd  # noqa: E402  (the stack's operands)
 
 from jax_marlin import bench  # noqa: E402
 
@@ -82,19 +83,11 @@ def main(argv=None):
     parser.add_argument("--shape", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--top", type=int, default=30)
-    parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
-                        choices=["dense", "jax_marlin", "jax_marlin_dense"],
-                        help="jax_marlin_dense: our dequantization (an FFI call of one plain "
-                        "kernel) then XLA's dot, a control for what an FFI call costs")
+    sd.add_impls_argument(parser)
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("/tmp/host_trace"))
     args = parser.parse_args(argv)
     K = N = args.shape
-    key_w, key_x = jax.random.split(jax.random.key(0))
-    onnx = bench.onnx_copies(key_w, K, N, 128, "float16", args.layers)
-    marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
-    weights = {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
-               "jax_marlin": marlin, "jax_marlin_dense": marlin}
-    x = jax.random.normal(key_x, (1, K)).astype("float16")
+    x, weights = sd.stack_operands(K, args.layers)
     print(f"backend {jax.default_backend()}; {args.layers} layers of {K}x{N}, M = 1")
     for impl in args.impls:
         stack = bench.chained(bench.JAX_OPS[impl])

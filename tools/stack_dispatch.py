@@ -42,24 +42,34 @@ def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
             "chained": bench.median_call_s(chain, repeats) * 1e6 / calls}
 
 
+def add_impls_argument(parser):
+    parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
+                        choices=["dense", "jax_marlin", "jax_marlin_dense"],
+                        help="jax_marlin_dense: our dequantization (an FFI call of one plain "
+                        "kernel) then XLA's dot, a control for what an FFI call costs")
+
+
+def stack_operands(shape: int, layers: int):
+    """The stack's input ``[1, shape]`` and, by impl, ``layers`` weights of shape x shape
+    (group 128, fp16; the 4-bit impls share theirs)."""
+    key_w, key_x = jax.random.split(jax.random.key(0))
+    x = jax.random.normal(key_x, (1, shape)).astype("float16")
+    onnx = bench.onnx_copies(key_w, shape, shape, 128, "float16", layers)
+    marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
+    return x, {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
+               "jax_marlin": marlin, "jax_marlin_dense": marlin}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--shape", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
-                        choices=["dense", "jax_marlin", "jax_marlin_dense"],
-                        help="jax_marlin_dense: our dequantization (an FFI call of one plain "
-                        "kernel) then XLA's dot, a control for what an FFI call costs")
+    add_impls_argument(parser)
     args = parser.parse_args(argv)
     K = N = args.shape
-    key_w, key_x = jax.random.split(jax.random.key(0))
-    x = jax.random.normal(key_x, (1, K)).astype("float16")
-    onnx = bench.onnx_copies(key_w, K, N, 128, "float16", max(args.layers))
-    marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
-    weights = {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
-               "jax_marlin": marlin, "jax_marlin_dense": marlin}
+    x, weights = stack_operands(K, max(args.layers))
     print(f"backend {jax.default_backend()}; {K}x{N}, M = 1; us a call (a layer)")
     print(f"{'impl':<16} {'layers':>6} {'dispatch':>18} {'single':>18} {'chained':>18}")
     for layers in args.layers:
