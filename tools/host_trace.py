@@ -90,7 +90,7 @@ def main(argv=None):
     x, weights = sd.stack_operands(K, args.layers)
     print(f"backend {jax.default_backend()}; {args.layers} layers of {K}x{N}, M = 1")
     for impl in args.impls:
-        stack = bench.chained(bench.JAX_OPS[impl])
+        stack = bench.chained(sd.OPS[impl])
         for _ in range(3):
             jax.block_until_ready(stack(x, weights[impl]))
         logdir = args.out / impl

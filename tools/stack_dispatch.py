@@ -20,7 +20,7 @@ import statistics
 
 import jax
 
-from jax_marlin import bench
+from jax_marlin import bench, ops
 
 
 def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
@@ -42,11 +42,19 @@ def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
             "chained": bench.median_call_s(chain, repeats) * 1e6 / calls}
 
 
+# The stacks' layer ops: the bench's, and the fused kernel on a forced grid of one block a
+# tile (split_k = -1: no thread-block cluster), where the planner's 4096 x 4096 grid at M =
+# 1 is clusters of 2 (ffi/stream_plan.h).
+OPS = {**bench.JAX_OPS,
+       "jax_marlin_c1": lambda x, w: ops._bind(x, w, None, impl="fused", split_k=-1)}
+
+
 def add_impls_argument(parser):
     parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
-                        choices=["dense", "jax_marlin", "jax_marlin_dense"],
+                        choices=["dense", "jax_marlin", "jax_marlin_dense", "jax_marlin_c1"],
                         help="jax_marlin_dense: our dequantization (an FFI call of one plain "
-                        "kernel) then XLA's dot, a control for what an FFI call costs")
+                        "kernel) then XLA's dot, a control for what an FFI call costs; "
+                        "jax_marlin_c1: the fused kernel without its cluster launch")
 
 
 def stack_operands(shape: int, layers: int):
@@ -57,7 +65,7 @@ def stack_operands(shape: int, layers: int):
     onnx = bench.onnx_copies(key_w, shape, shape, 128, "float16", layers)
     marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
     return x, {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
-               "jax_marlin": marlin, "jax_marlin_dense": marlin}
+               "jax_marlin": marlin, "jax_marlin_dense": marlin, "jax_marlin_c1": marlin}
 
 
 def main(argv=None):
@@ -74,7 +82,7 @@ def main(argv=None):
     print(f"{'impl':<16} {'layers':>6} {'dispatch':>18} {'single':>18} {'chained':>18}")
     for layers in args.layers:
         for impl in args.impls:
-            stack = bench.chained(bench.JAX_OPS[impl])
+            stack = bench.chained(OPS[impl])
             t = timings(stack, x, weights[impl][:layers], args.calls, args.repeats)
             cells = " ".join(f"{t[k]:9.1f} {f'({t[k] / layers:.2f})':>8}" for k in
                              ("dispatch", "single", "chained"))
