@@ -18,6 +18,9 @@
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
+# pytest -n 8 runs eight JAX clients on one GPU: each would take 75% of its memory at
+# start (session 34's first test call: 451 failures, all from running out of memory).
+export XLA_PYTHON_CLIENT_PREALLOCATE="${XLA_PYTHON_CLIENT_PREALLOCATE:-false}"
 repo="$(pwd)"
 headers="${FFI_HEADERS:-.ffi/include}"
 source "$repo/tools/gpu_probes.sh"
