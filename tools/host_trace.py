@@ -45,9 +45,13 @@ def host_events(events, processes):
 
 
 def call_spans(host):
-    """Each call's dispatch on the host: jaxlib's ``PjitFunction(...)`` events, in time
-    order."""
-    return [e for e in host if e[2].startswith("PjitFunction")]
+    """Each call's dispatch on the host: jaxlib's outermost ``PjitFunction(...)`` event
+    (the trace nests two a call), in time order."""
+    spans = []
+    for e in host:
+        if e[2].startswith("PjitFunction") and (not spans or e[0] >= sum(spans[-1][:2])):
+            spans.append(e)
+    return spans
 
 
 def report(impl, logdir: pathlib.Path, calls: int, top: int, dispatch_us):
@@ -66,8 +70,11 @@ def report(impl, logdir: pathlib.Path, calls: int, top: int, dispatch_us):
         print(f"  no GPU kernels in the trace; lines: {lines}")
         return
     print("  per call: host span, first kernel after the host's start, GPU busy, last end")
-    for ts, dur, name in call_spans(host):
-        mine = [k for k in kernels if ts <= k[0] < ts + dur + 5000.0]
+    spans = call_spans(host)
+    for i, (ts, dur, name) in enumerate(spans):
+        # A call's kernels: those that start before the next call's dispatch does.
+        until = spans[i + 1][0] if i + 1 < len(spans) else ts + dur + 5000.0
+        mine = [k for k in kernels if ts <= k[0] < until]
         if not mine:
             print(f"    {name[:40]:40s} host {dur:8.1f} us: no kernel within 5 ms")
             continue
