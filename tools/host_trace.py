@@ -40,8 +40,10 @@ from jax_marlin import bench  # noqa: E402
 def host_events(events, processes):
     """(start us, duration us, name) of the complete events on the host's lines."""
     gpu = {pid for pid, name in processes.items() if "GPU" in name}
-    return sorted((float(e["ts"]), float(e.get("dur", 0.0)), e.get("name", "?"))
-                  for e in events if e.get("ph") == "X" and e.get("pid") not in gpu)
+    # By start, the longer first: an outer event before the ones it holds.
+    return sorted(((float(e["ts"]), float(e.get("dur", 0.0)), e.get("name", "?"))
+                   for e in events if e.get("ph") == "X" and e.get("pid") not in gpu),
+                  key=lambda t: (t[0], -t[1]))
 
 
 def call_spans(host):
@@ -63,7 +65,7 @@ def report(impl, logdir: pathlib.Path, calls: int, top: int, dispatch_us):
         by_name[name][0] += 1
         by_name[name][1] += dur
     print(f"\n== {impl}: host events a call (inclusive us, count), {calls} calls; "
-          f"untraced dispatch {dispatch_us:.1f} us a call ==")
+          f"dispatch under the profiler {dispatch_us:.1f} us a call ==")
     for name, (n, total) in sorted(by_name.items(), key=lambda t: -t[1][1])[:top]:
         print(f"  {total / calls:10.1f} us {n / calls:8.1f} x  {name[:110]}")
     if not kernels:
@@ -74,9 +76,9 @@ def report(impl, logdir: pathlib.Path, calls: int, top: int, dispatch_us):
     for i, (ts, dur, name) in enumerate(spans):
         # A call's kernels: those that start before the next call's dispatch does.
         until = spans[i + 1][0] if i + 1 < len(spans) else ts + dur + 5000.0
-        mine = [k for k in kernels if ts <= k[0] < until]
+        mine = [k for k in kernels if ts <= k[0] < until]  # (the last call: 5 ms)
         if not mine:
-            print(f"    {name[:40]:40s} host {dur:8.1f} us: no kernel within 5 ms")
+            print(f"    {name[:40]:40s} host {dur:8.1f} us: no kernel before the next call")
             continue
         first = mine[0][0] - ts
         last = max(k[0] + k[1] for k in mine) - ts
