@@ -42,30 +42,29 @@ def timings(stack, x, weights, calls: int, repeats: int) -> dict[str, float]:
             "chained": bench.median_call_s(chain, repeats) * 1e6 / calls}
 
 
-# The stacks' layer ops: the bench's, and the fused kernel on a forced grid of one block a
-# tile (split_k = -1: no thread-block cluster), where the planner's 4096 x 4096 grid at M =
-# 1 is clusters of 2 (ffi/stream_plan.h).
-OPS = {**bench.JAX_OPS,
-       "jax_marlin_c1": lambda x, w: ops._bind(x, w, None, impl="fused", split_k=-1)}
+# The stacks' layer ops, one table for --impls and the operands: the bench's dense and
+# 4-bit ops, our dequantization then XLA's dot (an FFI call of one plain kernel, a control
+# for what an FFI call costs), and the fused kernel on a forced grid of one block a tile
+# (split_k = -1: no thread-block cluster, where the planner's 4096 x 4096 grid at M = 1 is
+# clusters of 2, ffi/stream_plan.h).
+OPS = {name: bench.JAX_OPS[name] for name in ("dense", "jax_marlin", "jax_marlin_dense")}
+OPS["jax_marlin_c1"] = lambda x, w: ops._bind(x, w, None, impl="fused", split_k=-1)
 
 
 def add_impls_argument(parser):
     parser.add_argument("--impls", nargs="+", default=["dense", "jax_marlin"],
-                        choices=["dense", "jax_marlin", "jax_marlin_dense", "jax_marlin_c1"],
-                        help="jax_marlin_dense: our dequantization (an FFI call of one plain "
-                        "kernel) then XLA's dot, a control for what an FFI call costs; "
-                        "jax_marlin_c1: the fused kernel without its cluster launch")
+                        choices=list(OPS), help="the layer ops to stack (OPS, above)")
 
 
 def stack_operands(shape: int, layers: int):
-    """The stack's input ``[1, shape]`` and, by impl, ``layers`` weights of shape x shape
-    (group 128, fp16; the 4-bit impls share theirs)."""
+    """The stack's input ``[1, shape]`` and, for each of OPS, ``layers`` weights of shape x
+    shape (group 128, fp16; the 4-bit ops share theirs)."""
     key_w, key_x = jax.random.split(jax.random.key(0))
     x = jax.random.normal(key_x, (1, shape)).astype("float16")
     onnx = bench.onnx_copies(key_w, shape, shape, 128, "float16", layers)
+    dense = tuple(bench.dense_weight(q, "float16") for q in onnx)
     marlin = tuple(bench.marlin_weights(q, "float16") for q in onnx)
-    return x, {"dense": tuple(bench.dense_weight(q, "float16") for q in onnx),
-               "jax_marlin": marlin, "jax_marlin_dense": marlin, "jax_marlin_c1": marlin}
+    return x, {name: dense if name == "dense" else marlin for name in OPS}
 
 
 def main(argv=None):
