@@ -23,6 +23,25 @@ enum StreamMark : int {
   kMarkExit,        // the block's last instruction (after the tile split's epilogue)
   kStreamMarks
 };
+// The wgmma kernel's points (-DJAX_MARLIN_WGMMA_TIMELINE, wgmma_kernel.cu), in
+// the same record: a 256-row or k-split block's fixed cost (the model's ten
+// stage times a block, wgmma_plan.h) split into its launch, the ring's first
+// stage, the on-chip exchange and the stores. Thread 0 (a consumer) marks;
+// the block is the linear index over (x, y, z).
+enum WgmmaMark : int {
+  kWgMarkEntry = 0,    // the block starts
+  kWgMarkRingReady,    // the prologue's block barrier passed (the ring's barriers set up)
+  kWgMarkFirstStage,   // stage 0's bytes landed (its wait passed)
+  kWgMarkFirstIssued,  // stage 0 dequantized and its wgmmas issued
+  kWgMarkLoopEnd,      // every wgmma of the block's k-range completed
+  kWgMarkExchanged,    // a cluster's k-split: the peer's half landed here
+  kWgMarkExit,         // the outputs stored (the block's last instruction)
+  kWgmmaMarks
+};
+static_assert(int{kMarkLoopEnd} == int{kWgMarkLoopEnd},
+              "the probe reads both loop ends from one slot");
+constexpr int kTimelineMarks =
+    int{kWgmmaMarks} > int{kStreamMarks} ? int{kWgmmaMarks} : int{kStreamMarks};
 constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
 // Warp 0's end of each of its first kTimelineSteps steps (every grid; with A in
 // phases too), so the probe can tell a block that started late from one that
@@ -31,10 +50,10 @@ constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded
 constexpr int kTimelineSteps = 48;
 
 struct StreamTimeline {
-  unsigned long long main_ns[kTimelineBlocks][kStreamMarks];  // 0: not reached
+  unsigned long long main_ns[kTimelineBlocks][kTimelineMarks];  // 0: not reached
   // The SM's cycle counter at the same marks: fine-grained durations inside a
   // block, where %globaltimer may tick coarsely (~1 us on some parts).
-  long long main_clock[kTimelineBlocks][kStreamMarks];
+  long long main_clock[kTimelineBlocks][kTimelineMarks];
   unsigned main_sm[kTimelineBlocks];
   unsigned long long step_ns[kTimelineBlocks][kTimelineSteps];  // 0: not reached
   unsigned long long reduce_ns[kTimelineBlocks][2];  // entry, exit (linear block index)
@@ -45,6 +64,12 @@ struct StreamTimeline {
 // it (the caller synchronizes first).
 cudaError_t ResetStreamTimeline();
 cudaError_t ReadStreamTimeline(StreamTimeline* out);
+#endif
+#ifdef JAX_MARLIN_WGMMA_TIMELINE
+// The same for the wgmma kernel's blocks (step_ns: thread 0's end of each
+// stage; reduce_ns unused).
+cudaError_t ResetWgmmaTimeline();
+cudaError_t ReadWgmmaTimeline(StreamTimeline* out);
 #endif
 
 }  // namespace jax_marlin

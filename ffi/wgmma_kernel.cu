@@ -45,6 +45,7 @@
 #include <cstring>
 
 #include "marlin_device.cuh"
+#include "stream_timeline.h"
 #include "wgmma_device.cuh"
 #include "wgmma_plan.h"
 
@@ -82,6 +83,38 @@ struct StreamKParams {
   StreamKSchedule schedule;  // schedule.blocks > 0: the tiles run stream-K
   float* workspace = nullptr;  // its flags and partials (kStreamKWorkspaceFloats)
 };
+
+// Timestamps for tools/latency_probe.cu (stream_timeline.h's WgmmaMark);
+// nothing unless built with -DJAX_MARLIN_WGMMA_TIMELINE. Thread 0 is a
+// consumer in every build (the producer warpgroup is threads 256..).
+#ifdef JAX_MARLIN_WGMMA_TIMELINE
+__device__ StreamTimeline g_wgmma_timeline;
+__device__ __forceinline__ unsigned timeline_block() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+__device__ __forceinline__ void timeline_mark(WgmmaMark mark) {
+  const unsigned b = timeline_block();
+  if (threadIdx.x == 0 && b < kTimelineBlocks) {
+    g_wgmma_timeline.main_ns[b][mark] = global_ns();
+    g_wgmma_timeline.main_clock[b][mark] = clock64();
+    if (mark == kWgMarkEntry) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      g_wgmma_timeline.main_sm[b] = sm;
+    }
+  }
+}
+// Stage s's wgmmas issued (the first one also a mark).
+__device__ __forceinline__ void timeline_stage(int s) {
+  const unsigned b = timeline_block();
+  if (threadIdx.x == 0 && b < kTimelineBlocks && s < kTimelineSteps)
+    g_wgmma_timeline.step_ns[b][s] = global_ns();
+  if (s == 0) timeline_mark(kWgMarkFirstIssued);
+}
+#else
+__device__ __forceinline__ void timeline_mark(WgmmaMark) {}
+__device__ __forceinline__ void timeline_stage(int) {}
+#endif
 
 // ---------------------------------------------------------------------------
 // The kernel.
@@ -527,6 +560,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
 #endif
                       ) {
 #ifdef JAX_MARLIN_HAS_WGMMA
+  timeline_mark(kWgMarkEntry);
 #if !JAX_MARLIN_WGMMA_PRODUCER
   constexpr bool kProducer = false;
 #endif
@@ -609,6 +643,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     asm volatile("barrier.sync 0;\n" ::: "memory");
   }
 #endif
+  timeline_mark(kWgMarkRingReady);
   // The k-split: this block's stages. Where the grid of column tiles and row
   // blocks alone leaves SMs idle (N = 4096 or 8192: 32 or 64 blocks), the
   // stages are cut into num_splits ranges, one a blockIdx.z.
@@ -925,11 +960,13 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   auto compute_stage = [&](int s, uint32_t (&frag)[kWgStageUnits][4]) {
     const uint32_t base = stage_at(read_slot);
     mbarrier_wait(bars.full + 8 * read_slot, read_phase);
+    if (s == 0) timeline_mark(kWgMarkFirstStage);
     const StageWords w = load_words(base);
     read_slot = next_slot(read_slot);
     if (read_slot == 0) read_phase ^= 1;
     dequantize_stage(w, frag);
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
+    timeline_stage(s);
     if (s > 0) release();
   };
   uint32_t frag_even[kWgStageUnits][4], frag_odd[kWgStageUnits][4];
@@ -954,6 +991,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     // into the ring once every consumer says so). Under stream-K the producer
     // may be filling released slots for the next segment, never a held one.
     wgmma_wait<0>();
+    timeline_mark(kWgMarkLoopEnd);
     if (stream_k.schedule.blocks == 0) break;  // the grid cell's epilogue, below
     // The segment's last slot (release_slot, not yet released) stages a
     // stored tile; then the producer may fill it for the next segment, its
@@ -1005,6 +1043,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
       cp_async_wait<Cfg::kInFlight>();
       fence_proxy_async_shared();
       __syncthreads();
+      if (s == 0) timeline_mark(kWgMarkFirstStage);
 #pragma unroll
       for (int i = 0; i < Cfg::kStagesPerBarrier; ++i) {
         if (s + Cfg::kLead + i < n_stages) load_stage(s_first + s + Cfg::kLead + i, fill_slot);
@@ -1027,6 +1066,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     // Stage s - 1's group is done when this returns: its slot and its A
     // registers are free.
     wgmma_stage<T, kRows>(d, frag, act_descriptor(base));
+    timeline_stage(s);
   };
 
   // Stages in pairs, the odd one unconditional: with a conditional stage in
@@ -1041,6 +1081,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
   if (s < n_stages) compute_stage(s, frag_even, true);
   wgmma_wait<0>();
   cp_async_wait<0>();
+  timeline_mark(kWgMarkLoopEnd);
   }
 
   // Epilogue: d[i] is output column 64 tile + 16 wg_warp + g + 8 ((i >> 1) & 1)
@@ -1098,6 +1139,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
                   peer_halves_in);
     }
     mbarrier_wait_cluster(halves_in, 0);
+    timeline_mark(kWgMarkExchanged);
     // The kept half is a block of kRows / 2 rows in the accumulators' layout
     // (index i of it is row 8 (i >> 2) + 2 q + (i & 1) of m0 + r kRows / 2),
     // so it leaves as the grid's tiles do: staged by stmatrix in this ring
@@ -1120,6 +1162,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
                   "the peer's half and both warpgroups' kept rows fit the ring");
     store_outputs<T, kRows / 2>(p, reinterpret_cast<const float(&)[kHalf]>(d),
                                 smem_base + kHalfBytes, tile, m0 + rank * (kRows / 2));
+    timeline_mark(kWgMarkExit);
     return;
   }
 #endif
@@ -1136,6 +1179,7 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
       if (m < p.M) partial[m * p.n_pad + n] = d[i];
     }
   }
+  timeline_mark(kWgMarkExit);
 #else
   __trap();  // never launched: LaunchWgmmaGemm checks that the sm_90a code is loaded
 #endif
@@ -1427,5 +1471,16 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
   return plan.splits > 1 && !plan.cluster_k ? LaunchSplitKReduce(args, device, plan.splits, stream)
                                              : cudaSuccess;
 }
+
+#ifdef JAX_MARLIN_WGMMA_TIMELINE
+cudaError_t ResetWgmmaTimeline() {
+  static const StreamTimeline zeros{};
+  return cudaMemcpyToSymbol(g_wgmma_timeline, &zeros, sizeof zeros);
+}
+
+cudaError_t ReadWgmmaTimeline(StreamTimeline* out) {
+  return cudaMemcpyFromSymbol(out, g_wgmma_timeline, sizeof *out);
+}
+#endif
 
 }  // namespace jax_marlin

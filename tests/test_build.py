@@ -36,24 +36,37 @@ def test_build_info_reports_the_ffi_headers_and_cuda():
         assert info["cuda_runtime_version"] >= 12000
 
 
-def test_the_timeline_build_compiles_and_the_package_carries_none_of_it(tmp_path):
-    """ffi/stream_timeline.h: the streaming kernels' timestamps exist only in a build with
-    -DJAX_MARLIN_STREAM_TIMELINE (tools/latency_probe.cu's). That build must keep
-    compiling, and the package's CUDA module must not read the global timer."""
+# Each timeline build: the kernel file, its flag, the architecture it compiles for
+# (the wgmma kernel exists only as sm_90a code) and its kernel's name in the SASS.
+TIMELINE_BUILDS = [
+    ("stream_kernel.cu", "-DJAX_MARLIN_STREAM_TIMELINE", "sm_90", "stream_gemm_kernel"),
+    ("wgmma_kernel.cu", "-DJAX_MARLIN_WGMMA_TIMELINE", "sm_90a", "wgmma_gemm_kernel"),
+]
+
+
+@pytest.mark.parametrize("source,flag,arch,kernel", TIMELINE_BUILDS,
+                         ids=[b[0].split("_")[0] for b in TIMELINE_BUILDS])
+def test_the_timeline_build_compiles_and_the_package_carries_none_of_it(tmp_path, source, flag,
+                                                                        arch, kernel):
+    """ffi/stream_timeline.h: the kernels' timestamps exist only in a build with
+    -DJAX_MARLIN_STREAM_TIMELINE or -DJAX_MARLIN_WGMMA_TIMELINE (tools/latency_probe.cu's).
+    Those builds must keep compiling, and the package's CUDA module must not read the
+    global timer."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("needs nvcc")
     cuobjdump, env = cuobjdump_or_skip()
     root = pathlib.Path(__file__).resolve().parents[1]
     cubin = tmp_path / "timeline.cubin"
-    subprocess.run([nvcc, "-std=c++17", "-O3", "-cubin", "-DJAX_MARLIN_STREAM_TIMELINE",
-                    "-gencode", "arch=compute_90,code=sm_90", "-I", str(root / "ffi"),
-                    str(root / "ffi" / "stream_kernel.cu"), "-o", str(cubin)], check=True)
+    subprocess.run([nvcc, "-std=c++17", "-O3", "-cubin", "--expt-relaxed-constexpr", flag,
+                    "-DJAX_MARLIN_WGMMA=1", "-gencode",
+                    f"arch={arch.replace('sm', 'compute')},code={arch}", "-I",
+                    str(root / "ffi"), str(root / "ffi" / source), "-o", str(cubin)], check=True)
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True,
                           text=True, env=env).stdout
-    assert "GLOBALTIMER" in sass
+    assert kernel in sass and "GLOBALTIMER" in sass
     if jm.build_info()["cuda"]:
         module = next(pathlib.Path(jm.__file__).parent.glob("_cuda*.so"))
         sass = subprocess.run([cuobjdump, "-sass", str(module)], check=True,
                               capture_output=True, text=True, env=env).stdout
-        assert "stream_gemm_kernel" in sass and "GLOBALTIMER" not in sass
+        assert kernel in sass and "GLOBALTIMER" not in sass

@@ -16,7 +16,8 @@
 // from there, not from DRAM.
 // Built with -DJAX_MARLIN_STREAM_TIMELINE (kernels and probe alike), it also
 // prints, per shape, where one call's time goes by the blocks' own timestamps
-// (ffi/stream_timeline.h).
+// (ffi/stream_timeline.h); with -DJAX_MARLIN_WGMMA_TIMELINE, the same for the
+// wgmma kernel's planned call (its marks: stream_timeline.h's WgmmaMark).
 // `latency_probe random` fills every buffer with random bits (fp16 ones kept
 // finite and below 2) instead of zeros, to see whether the values move the time;
 // `latency_probe values` fills them as a model's would be: activations spread
@@ -40,8 +41,9 @@
 #include "marlin_kernel.h"
 #include "stream_kernel.h"
 #include "wgmma_stream_k.h"
-#ifdef JAX_MARLIN_STREAM_TIMELINE
+#if defined(JAX_MARLIN_STREAM_TIMELINE) || defined(JAX_MARLIN_WGMMA_TIMELINE)
 #include "stream_timeline.h"
+#define JAX_MARLIN_ANY_TIMELINE 1
 #endif
 
 using jax_marlin::DeviceLimits;
@@ -340,7 +342,7 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
   return name;
 }
 
-#ifdef JAX_MARLIN_STREAM_TIMELINE
+#ifdef JAX_MARLIN_ANY_TIMELINE
 // Warp 0's step ends (StreamTimeline::step_ns): whether the blocks that end last
 // started late or streamed slower, and how the GPU's step rate falls in the
 // tail. Blocks ranked by loop end; for the first, middle and last tenth, the
@@ -409,13 +411,37 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   std::printf("%s\n", truncated ? " (blocks past the stamped steps: counts are short)" : "");
 }
 
+// Whose stamps a timeline reads: the streaming kernels' or the wgmma kernel's,
+// with their marks' names (stream_timeline.h).
+struct TimelineSource {
+  cudaError_t (*reset)();
+  cudaError_t (*read)(jax_marlin::StreamTimeline*);
+  const char* const* names;
+  int marks;
+  int exit_mark;
+};
+#ifdef JAX_MARLIN_STREAM_TIMELINE
+const char* const kStreamMarkNames[] = {"entry", "A staged", "sums", "first step", "loop end",
+                                        "exit"};
+const TimelineSource kStreamSource{jax_marlin::ResetStreamTimeline,
+                                   jax_marlin::ReadStreamTimeline, kStreamMarkNames,
+                                   jax_marlin::kStreamMarks, jax_marlin::kMarkExit};
+#endif
+#ifdef JAX_MARLIN_WGMMA_TIMELINE
+const char* const kWgmmaMarkNames[] = {"entry",    "ring ready", "stage 0 in", "stage 0 issued",
+                                       "loop end", "exchanged",  "exit"};
+const TimelineSource kWgmmaSource{jax_marlin::ResetWgmmaTimeline, jax_marlin::ReadWgmmaTimeline,
+                                  kWgmmaMarkNames, jax_marlin::kWgmmaMarks,
+                                  jax_marlin::kWgMarkExit};
+#endif
+
 // `call` captured into a graph, replayed three times, then once more with the
 // stamps cleared: microseconds from the first block's entry to each mark
 // (median and last over the blocks that reached it), the blocks' spread of
 // entries, the gap from the main kernel's last exit to the reduce kernel's
 // first entry, and the reduce kernel's span.
 void print_timeline(cudaStream_t stream, const std::function<void()>& call,
-                    const char* label = "timeline:") {
+                    const TimelineSource& source, const char* label = "timeline:") {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -424,11 +450,11 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, stream));
   CHECK(cudaStreamSynchronize(stream));
-  CHECK(jax_marlin::ResetStreamTimeline());
+  CHECK(source.reset());
   CHECK(cudaGraphLaunch(exec, stream));
   CHECK(cudaStreamSynchronize(stream));
   static jax_marlin::StreamTimeline t;
-  CHECK(jax_marlin::ReadStreamTimeline(&t));
+  CHECK(source.read(&t));
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
   unsigned long long t0 = ~0ull;
@@ -442,15 +468,15 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
     std::printf("%27s no stamps (a kernel built without the timeline?)\n", label);
     return;
   }
-  static const char* names[] = {"entry", "A staged", "sums", "first step", "loop end", "exit"};
+  const char* const* names = source.names;
   std::printf("%27s %d blocks; us from the first entry, median / last:", label, blocks);
   unsigned long long main_end = 0;
-  for (int mark = 0; mark < jax_marlin::kStreamMarks; ++mark) {
+  for (int mark = 0; mark < source.marks; ++mark) {
     std::vector<double> us;
     for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
       const unsigned long long v = t.main_ns[b][mark];
       if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && v != 0) us.push_back((v - t0) / 1e3);
-      if (mark == jax_marlin::kMarkExit) main_end = std::max(main_end, v);
+      if (mark == source.exit_mark) main_end = std::max(main_end, v);
     }
     if (us.empty()) continue;
     std::sort(us.begin(), us.end());
@@ -458,7 +484,7 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
   }
   // Inside a block, by its SM's cycle counter: median cycles from its entry.
   std::printf("\n%27s", "cycles from a block's entry:");
-  for (int mark = 1; mark < jax_marlin::kStreamMarks; ++mark) {
+  for (int mark = 1; mark < source.marks; ++mark) {
     std::vector<long long> cycles;
     for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
       if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && t.main_ns[b][mark] != 0)
@@ -669,11 +695,12 @@ int main(int argc, char** argv) {
       std::snprintf(label, sizeof label, "timeline, split %d:", split);
       print_timeline(stream, [&] {
         CHECK(jax_marlin::LaunchMarlinGemm(g.copies[0], device, split, stream));
-      }, label);
+      }, kStreamSource, label);
     }
+    print_timeline(stream, [&] { gemm(0); }, kStreamSource);
 #endif
-#ifdef JAX_MARLIN_STREAM_TIMELINE
-    print_timeline(stream, [&] { gemm(0); });
+#ifdef JAX_MARLIN_WGMMA_TIMELINE
+    print_timeline(stream, [&] { gemm(0); }, kWgmmaSource, "wgmma timeline:");
 #endif
     for (void* p : g.buffers) CHECK(cudaFree(p));
   }
