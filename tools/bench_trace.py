@@ -13,6 +13,7 @@ time over its GEMMs; this says how much of it the kernels take.
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import pathlib
 import sys
@@ -29,7 +30,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax_marlin import bench  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from decode_trace import device_kernels, last_burst, summarize, trace_events  # noqa: E402
+from decode_trace import (device_kernels, kernel_times, last_burst, summarize,  # noqa: E402
+                          trace_events)
 
 
 def add_cell_arguments(p, K: int, N: int, copies: int):
@@ -48,6 +50,25 @@ def cell_inputs(args, dtype):
     qs = bench.onnx_copies(jax.random.key(0), args.K, args.N, 128, dtype, args.copies)
     x = jax.random.normal(jax.random.key(1), (args.M, args.K), jnp.float32).astype(dtype)
     return qs, x
+
+
+def gap_summary(rows, top: int = 5):
+    """The idle time between consecutive kernels, by the kinds on either side: the
+    GEMM's own kernel (the busiest name) or any other (the checksum's fusions, the loop's
+    step), so a per-call gap tells from a per-pass one; then the longest gaps."""
+    gemm = kernel_times(rows)[0][0]
+    kind = lambda name: "GEMM" if name == gemm else "other"  # noqa: E731
+    pairs = collections.defaultdict(list)
+    gaps = []
+    for (ts0, dur0, name0), (ts1, _, name1) in zip(rows, rows[1:]):
+        gap = ts1 - (ts0 + dur0)
+        pairs[(kind(name0), kind(name1))].append(gap)
+        gaps.append((gap, name0, name1))
+    for (a, b), values in sorted(pairs.items()):
+        print(f"  gaps {a:5s} -> {b:5s}: {len(values):4d}, mean {sum(values) / len(values):7.2f} us,"
+              f" max {max(values):7.2f} us")
+    for gap, a, b in sorted(gaps, reverse=True)[:top]:
+        print(f"  gap {gap:7.2f} us after {a[:50]} before {b[:50]}")
 
 
 def main(argv=None):
@@ -74,7 +95,9 @@ def main(argv=None):
         rows, _ = device_kernels(*trace_events(logdir))
         print(f"{args.K}x{args.N} M={args.M} {impl}: {gemms} GEMMs, untraced "
               f"{wall_us / gemms:.2f} us a GEMM")
-        summarize(impl, last_burst(rows, 200.0), gemms, args.top, wall_us, unit="GEMM")
+        burst = last_burst(rows, 200.0)
+        summarize(impl, burst, gemms, args.top, wall_us, unit="GEMM")
+        gap_summary(burst)
         del weights
 
 
