@@ -55,7 +55,10 @@ def cell_inputs(args, dtype):
 def gap_summary(rows, top: int = 5):
     """The idle time between consecutive kernels, by the kinds on either side: the
     GEMM's own kernel (the busiest name) or any other (the checksum's fusions, the loop's
-    step), so a per-call gap tells from a per-pass one; then the longest gaps."""
+    step), so a per-call gap tells from a per-pass one; then the longest gaps. Nothing
+    where the trace holds fewer than two kernels (no GPU: summarize said so)."""
+    if len(rows) < 2:
+        return
     gemm = kernel_times(rows)[0][0]
     kind = lambda name: "GEMM" if name == gemm else "other"  # noqa: E731
     pairs = collections.defaultdict(list)
