@@ -1558,14 +1558,9 @@ cudaError_t LaunchStreamGemm(const MarlinGemmArgs& args, const DeviceLimits& dev
 }
 
 #ifdef JAX_MARLIN_STREAM_TIMELINE
-cudaError_t ResetStreamTimeline() {
-  static const StreamTimeline zeros{};
-  return cudaMemcpyToSymbol(g_timeline, &zeros, sizeof zeros);
-}
+cudaError_t ResetStreamTimeline() { return clear_timeline(g_timeline); }
 
-cudaError_t ReadStreamTimeline(StreamTimeline* out) {
-  return cudaMemcpyFromSymbol(out, g_timeline, sizeof *out);
-}
+cudaError_t ReadStreamTimeline(StreamTimeline* out) { return copy_timeline(g_timeline, out); }
 #endif
 
 }  // namespace jax_marlin

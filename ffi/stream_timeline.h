@@ -59,6 +59,17 @@ struct StreamTimeline {
   unsigned long long reduce_ns[kTimelineBlocks][2];  // entry, exit (linear block index)
 };
 
+#if defined(JAX_MARLIN_STREAM_TIMELINE) || defined(JAX_MARLIN_WGMMA_TIMELINE)
+// A kernel file's record (its __device__ StreamTimeline): cleared, and copied out.
+inline cudaError_t clear_timeline(const StreamTimeline& record) {
+  static const StreamTimeline zeros{};
+  return cudaMemcpyToSymbol(record, &zeros, sizeof zeros);
+}
+inline cudaError_t copy_timeline(const StreamTimeline& record, StreamTimeline* out) {
+  return cudaMemcpyFromSymbol(out, record, sizeof *out);
+}
+#endif
+
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 // Clears the stamps (before the launch to be read) and copies them out after
 // it (the caller synchronizes first).

@@ -1473,14 +1473,9 @@ cudaError_t LaunchWgmmaGemm(const MarlinGemmArgs& args, const DeviceLimits& devi
 }
 
 #ifdef JAX_MARLIN_WGMMA_TIMELINE
-cudaError_t ResetWgmmaTimeline() {
-  static const StreamTimeline zeros{};
-  return cudaMemcpyToSymbol(g_wgmma_timeline, &zeros, sizeof zeros);
-}
+cudaError_t ResetWgmmaTimeline() { return clear_timeline(g_wgmma_timeline); }
 
-cudaError_t ReadWgmmaTimeline(StreamTimeline* out) {
-  return cudaMemcpyFromSymbol(out, g_wgmma_timeline, sizeof *out);
-}
+cudaError_t ReadWgmmaTimeline(StreamTimeline* out) { return copy_timeline(g_wgmma_timeline, out); }
 #endif
 
 }  // namespace jax_marlin
