@@ -28,8 +28,12 @@ enum StreamMark : int {
 // stage times a block, wgmma_plan.h) split into its launch, the ring's first
 // stage, the on-chip exchange and the stores. Thread 0 (a consumer) marks;
 // the block is the linear index over (x, y, z).
+// Up to 128 rows (the cp.async ring, no producer) "ring ready" follows the
+// prologue's copies being issued, not a barrier, and "stage 0 in" is the
+// first loop barrier, which also waits for the stages after it that have to
+// have landed; step_ns[s] is stage s's wgmmas issued (stage s - 1's done).
 enum WgmmaMark : int {
-  kWgMarkEntry = 0,    // the block starts
+  kWgMarkEntry = 0,    // the block starts (its consumers past setmaxnreg)
   kWgMarkRingReady,    // the prologue's block barrier passed (the ring's barriers set up)
   kWgMarkFirstStage,   // stage 0's bytes landed (its wait passed)
   kWgMarkFirstIssued,  // stage 0 dequantized and its wgmmas issued
@@ -77,8 +81,8 @@ cudaError_t ResetStreamTimeline();
 cudaError_t ReadStreamTimeline(StreamTimeline* out);
 #endif
 #ifdef JAX_MARLIN_WGMMA_TIMELINE
-// The same for the wgmma kernel's blocks (step_ns: thread 0's end of each
-// stage; reduce_ns unused).
+// The same for the wgmma kernel's blocks (step_ns: when thread 0 issued each
+// stage's wgmmas; reduce_ns unused).
 cudaError_t ResetWgmmaTimeline();
 cudaError_t ReadWgmmaTimeline(StreamTimeline* out);
 #endif

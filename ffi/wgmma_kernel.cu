@@ -86,7 +86,9 @@ struct StreamKParams {
 
 // Timestamps for tools/latency_probe.cu (stream_timeline.h's WgmmaMark);
 // nothing unless built with -DJAX_MARLIN_WGMMA_TIMELINE. Thread 0 is a
-// consumer in every build (the producer warpgroup is threads 256..).
+// consumer in every build (the producer warpgroup is threads 256..). For grid
+// plans (one k-range a block); a stream-K block stamps each segment over the
+// last one's, so its stage marks are its last segment's.
 #ifdef JAX_MARLIN_WGMMA_TIMELINE
 __device__ StreamTimeline g_wgmma_timeline;
 __device__ __forceinline__ unsigned timeline_block() {
@@ -560,7 +562,6 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
 #endif
                       ) {
 #ifdef JAX_MARLIN_HAS_WGMMA
-  timeline_mark(kWgMarkEntry);
 #if !JAX_MARLIN_WGMMA_PRODUCER
   constexpr bool kProducer = false;
 #endif
@@ -588,6 +589,9 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgConsumerRegs) : "memory");
   }
 #endif
+  // After the role split: the mark's block index read before it stayed live across
+  // setmaxnreg and spilled four producer instances of the timeline build.
+  timeline_mark(kWgMarkEntry);
   // The swizzle pattern is a function of the address bits 4-9, so the stages
   // start on 1024-byte boundaries (the descriptors' base offset is then 0).
   const uint32_t smem_base = (shared_address(smem_raw) + 1023u) & ~1023u;
@@ -1000,7 +1004,10 @@ __global__ void __launch_bounds__(JM_WG_KERNEL_THREADS, wgmma_blocks_per_sm(kRow
     fence_proxy_async_shared();
     release();
   }
-  if (stream_k.schedule.blocks) return;
+  if (stream_k.schedule.blocks) {
+    timeline_mark(kWgMarkExit);
+    return;
+  }
   } else
 #endif
   {

@@ -30,8 +30,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax_marlin import bench  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from decode_trace import (device_kernels, kernel_times, last_burst, summarize,  # noqa: E402
-                          trace_events)
+from decode_trace import device_kernels, kernel_times, summarize, trace_events  # noqa: E402
 
 
 def add_cell_arguments(p, K: int, N: int, copies: int):
@@ -52,24 +51,32 @@ def cell_inputs(args, dtype):
     return qs, x
 
 
-def gap_summary(rows, top: int = 5):
+def gap_summary(rows, top: int):
     """The idle time between consecutive kernels, by the kinds on either side: the
-    GEMM's own kernel (the busiest name) or any other (the checksum's fusions, the loop's
-    step), so a per-call gap tells from a per-pass one; then the longest gaps. Nothing
-    where the trace holds fewer than two kernels (no GPU: summarize said so)."""
+    GEMM's own kernel (the busiest name that is not a reduce kernel) or any other (a
+    reduce, the checksum's fusions, the loop's step), so a per-call gap tells from a
+    per-pass one; then the longest gaps. A gap is measured from the latest end so far,
+    so a negative one is an overlap (a programmatic launch's early start). Nothing where
+    the trace holds fewer than two kernels (no GPU: summarize said so)."""
     if len(rows) < 2:
         return
-    gemm = kernel_times(rows)[0][0]
-    kind = lambda name: "GEMM" if name == gemm else "other"  # noqa: E731
+    gemm = next((name for name, _, _ in kernel_times(rows) if "reduce" not in name.lower()),
+                None)
+
+    def kind(name):
+        return "GEMM" if name == gemm else "other"
+
     pairs = collections.defaultdict(list)
     gaps = []
-    for (ts0, dur0, name0), (ts1, _, name1) in zip(rows, rows[1:]):
-        gap = ts1 - (ts0 + dur0)
-        pairs[(kind(name0), kind(name1))].append(gap)
-        gaps.append((gap, name0, name1))
+    end, last = rows[0][0] + rows[0][1], rows[0][2]
+    for ts, dur, name in rows[1:]:
+        gap = ts - end
+        pairs[(kind(last), kind(name))].append(gap)
+        gaps.append((gap, last, name))
+        end, last = max(end, ts + dur), name
     for (a, b), values in sorted(pairs.items()):
-        print(f"  gaps {a:5s} -> {b:5s}: {len(values):4d}, mean {sum(values) / len(values):7.2f} us,"
-              f" max {max(values):7.2f} us")
+        print(f"  gaps {a:5s} -> {b:5s}: {len(values):4d}, "
+              f"mean {sum(values) / len(values):7.2f} us, max {max(values):7.2f} us")
     for gap, a, b in sorted(gaps, reverse=True)[:top]:
         print(f"  gap {gap:7.2f} us after {a[:50]} before {b[:50]}")
 
@@ -98,9 +105,10 @@ def main(argv=None):
         rows, _ = device_kernels(*trace_events(logdir))
         print(f"{args.K}x{args.N} M={args.M} {impl}: {gemms} GEMMs, untraced "
               f"{wall_us / gemms:.2f} us a GEMM")
-        burst = last_burst(rows, 200.0)
-        summarize(impl, burst, gemms, args.top, wall_us, unit="GEMM")
-        gap_summary(burst)
+        # The trace holds this one call (the untraced ones were waited for): all of its
+        # kernels, its one-time stretches too (last_burst would cut them off).
+        summarize(impl, rows, gemms, args.top, wall_us, unit="GEMM")
+        gap_summary(rows, args.top)
         del weights
 
 

@@ -5,9 +5,10 @@
 # examples/decode.py with these arguments), SANITIZE="memcheck racecheck" (compute-sanitizer
 # tools to run over tools/sanitize_sweep.py),
 # SANITIZE_PARTS="fused dense" (one sanitizer process a sweep part; tools/gpu_probes.sh),
-# SKIP_EXAMPLES=1, BUILD_ONLY=1 (install the package and stop: a call script's build step,
-# so that the pip line lives here once), TEST_TIMEOUT (s), CUDA_FLAGS (extra nvcc flags for the build, e.g.
-# "-DJAX_MARLIN_STREAM_RING_STEPS=3" for the streaming kernel's ring depth),
+# SKIP_EXAMPLES=1, BUILD_ONLY=1 (install the package, check that it imports, and
+# stop: the build step a call script can share), TEST_TIMEOUT (s), CUDA_FLAGS (extra
+# nvcc flags for the build, e.g. "-DJAX_MARLIN_STREAM_RING_STEPS=3" for the streaming
+# kernel's ring depth),
 # NCU="--K 8192 --N 28672 --M 1" and NCU2=... (Nsight Compute on the streaming kernel for that GEMM:
 # duration, DRAM throughput, issue rate and the stall reasons; tools/profile_one.py),
 # FFI_HEADERS=.ffi/include (XLA FFI headers to build against; default: jaxlib 0.8.0's,
@@ -37,7 +38,8 @@ python3 -m pip install --no-build-isolation --no-deps -v . \
 grep -E "ptxas|spill|error" "$OUT/build.log" | tail -20
 echo "build took $(( $(date +%s) - start )) s"
 (cd /tmp && python3 -c "import jax, jax_marlin; print(jax.devices()); print(jax_marlin.build_info())")
-[ -n "${BUILD_ONLY-}" ] && exit 0
+imported=$?
+[ "${BUILD_ONLY-}" = 1 ] && exit "$imported"
 
 echo "== tests"
 (cd /tmp && timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -rfE \

@@ -375,7 +375,8 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
   for_each_ended_block(t, [&](int b, unsigned long long entry, unsigned long long end, int n) {
     truncated = truncated || n == jax_marlin::kTimelineSteps;
     for (int i = 0; i < n; ++i) step_ends.push_back((t.step_ns[b][i] - t0) / 1e3);
-    if (n < 2) return;
+    // (A wgmma stream-K block's later segment restamps the first slots: out of order.)
+    if (n < 2 || t.step_ns[b][n - 1] < t.step_ns[b][0]) return;
     blocks.push_back({(entry - t0) / 1e3, (t.step_ns[b][0] - t0) / 1e3,
                       (t.step_ns[b][n - 1] - t.step_ns[b][0]) / 1e3 / (n - 1), (end - t0) / 1e3,
                       n});
@@ -416,13 +417,19 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
 struct TimelineSource {
   cudaError_t (*reset)();
   cudaError_t (*read)(jax_marlin::StreamTimeline*);
-  const char* const* names;
-  int marks;
+  const char* const* mark_names;
+  int mark_count;
   int exit_mark;
 };
+// print_timeline finds the blocks that ran by the entry mark and the loop's end by
+// kMarkLoopEnd, in either record.
+static_assert(int{jax_marlin::kMarkEntry} == int{jax_marlin::kWgMarkEntry},
+              "one entry slot for both records");
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 const char* const kStreamMarkNames[] = {"entry", "A staged", "sums", "first step", "loop end",
                                         "exit"};
+static_assert(sizeof kStreamMarkNames / sizeof *kStreamMarkNames == jax_marlin::kStreamMarks,
+              "a name a mark");
 const TimelineSource kStreamSource{jax_marlin::ResetStreamTimeline,
                                    jax_marlin::ReadStreamTimeline, kStreamMarkNames,
                                    jax_marlin::kStreamMarks, jax_marlin::kMarkExit};
@@ -430,6 +437,8 @@ const TimelineSource kStreamSource{jax_marlin::ResetStreamTimeline,
 #ifdef JAX_MARLIN_WGMMA_TIMELINE
 const char* const kWgmmaMarkNames[] = {"entry",    "ring ready", "stage 0 in", "stage 0 issued",
                                        "loop end", "exchanged",  "exit"};
+static_assert(sizeof kWgmmaMarkNames / sizeof *kWgmmaMarkNames == jax_marlin::kWgmmaMarks,
+              "a name a mark");
 const TimelineSource kWgmmaSource{jax_marlin::ResetWgmmaTimeline, jax_marlin::ReadWgmmaTimeline,
                                   kWgmmaMarkNames, jax_marlin::kWgmmaMarks,
                                   jax_marlin::kWgMarkExit};
@@ -468,10 +477,10 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
     std::printf("%27s no stamps (a kernel built without the timeline?)\n", label);
     return;
   }
-  const char* const* names = source.names;
+  const char* const* names = source.mark_names;
   std::printf("%27s %d blocks; us from the first entry, median / last:", label, blocks);
   unsigned long long main_end = 0;
-  for (int mark = 0; mark < source.marks; ++mark) {
+  for (int mark = 0; mark < source.mark_count; ++mark) {
     std::vector<double> us;
     for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
       const unsigned long long v = t.main_ns[b][mark];
@@ -484,7 +493,7 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
   }
   // Inside a block, by its SM's cycle counter: median cycles from its entry.
   std::printf("\n%27s", "cycles from a block's entry:");
-  for (int mark = 1; mark < source.marks; ++mark) {
+  for (int mark = 1; mark < source.mark_count; ++mark) {
     std::vector<long long> cycles;
     for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
       if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && t.main_ns[b][mark] != 0)

@@ -32,7 +32,7 @@ def gemm_us(M, K, N, dtype=torch.float16):
     for _ in range(3):
         graph.replay()
     torch.cuda.synchronize()
-    medians = []
+    round_means = []  # us a GEMM, each over REPLAYS replays
     for _ in range(3):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -40,8 +40,8 @@ def gemm_us(M, K, N, dtype=torch.float16):
             graph.replay()
         end.record()
         torch.cuda.synchronize()
-        medians.append(start.elapsed_time(end) * 1e3 / (REPLAYS * ITEMS))
-    return statistics.median(medians), copies
+        round_means.append(start.elapsed_time(end) * 1e3 / (REPLAYS * ITEMS))
+    return statistics.median(round_means), copies
 
 
 def main(argv):
