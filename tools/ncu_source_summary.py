@@ -17,6 +17,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("csv")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--context", type=int, default=0,
+                        help="also print this many SASS lines either side of the three "
+                             "busiest instructions (what a wait loop's branch waits on)")
     parser.add_argument("--per", type=float, default=0,
                         help="also print the hot loop's executed instructions by opcode, "
                              "divided by this (e.g. blocks x warps x stages: a warp-stage)")
@@ -48,6 +51,11 @@ def main():
     for i in sorted(top):
         n = count(data[i], samples)
         print(f"  {i:5d} {n:6d} {n / all_samples:5.1%}  {data[i][source].strip()}")
+    for i in top[:3] if args.context else []:
+        print(f"around {i} (index, samples, SASS):")
+        for j in range(max(0, i - args.context), min(len(data), i + args.context + 1)):
+            mark = ">" if j == i else " "
+            print(f" {mark}{j:5d} {count(data[j], samples):6d}  {data[j][source].strip()}")
     if args.per:
         print_mix(data, header.index("Instructions Executed"), source, count, args.per)
 
