@@ -16,6 +16,9 @@
 #include <type_traits>
 
 #include "marlin_kernel.h"
+#if defined(JAX_MARLIN_STREAM_TIMELINE) || defined(JAX_MARLIN_WGMMA_TIMELINE)
+#include "stream_timeline.h"
+#endif
 
 namespace jax_marlin {
 namespace {
@@ -66,6 +69,26 @@ __device__ __forceinline__ unsigned long long global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+#if defined(JAX_MARLIN_STREAM_TIMELINE) || defined(JAX_MARLIN_WGMMA_TIMELINE)
+// A block's stamps in a kernel file's timeline record, by thread 0: the time and
+// the SM's cycle counter at `mark` (at the entry mark, 0 in both kernels' marks,
+// also its SM), and the time at the end of step `step`.
+__device__ __forceinline__ void stamp_mark(StreamTimeline& record, unsigned block, int mark) {
+  if (threadIdx.x != 0 || block >= kTimelineBlocks) return;
+  record.main_ns[block][mark] = global_ns();
+  record.main_clock[block][mark] = clock64();
+  if (mark == kMarkEntry) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    record.main_sm[block] = sm;
+  }
+}
+__device__ __forceinline__ void stamp_step(StreamTimeline& record, unsigned block, int step) {
+  if (threadIdx.x == 0 && block < kTimelineBlocks && step < kTimelineSteps)
+    record.step_ns[block][step] = global_ns();
+}
+#endif
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

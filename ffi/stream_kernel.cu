@@ -100,24 +100,13 @@ struct StreamParams : GemmOperands {
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 __device__ StreamTimeline g_timeline;
 __device__ __forceinline__ void timeline_mark(StreamMark mark) {
-  if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks) {
-    g_timeline.main_ns[blockIdx.x][mark] = global_ns();
-    g_timeline.main_clock[blockIdx.x][mark] = clock64();
-    if (mark == kMarkEntry) {
-      unsigned sm;
-      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-      g_timeline.main_sm[blockIdx.x] = sm;
-    }
-  }
+  stamp_mark(g_timeline, blockIdx.x, mark);
 }
 __device__ __forceinline__ void timeline_reduce_mark(int which) {
   const unsigned block = blockIdx.x + gridDim.x * blockIdx.y;
   if (threadIdx.x == 0 && block < kTimelineBlocks) g_timeline.reduce_ns[block][which] = global_ns();
 }
-__device__ __forceinline__ void timeline_step(int i) {
-  if (threadIdx.x == 0 && blockIdx.x < kTimelineBlocks && i < kTimelineSteps)
-    g_timeline.step_ns[blockIdx.x][i] = global_ns();
-}
+__device__ __forceinline__ void timeline_step(int i) { stamp_step(g_timeline, blockIdx.x, i); }
 #else
 __device__ __forceinline__ void timeline_mark(StreamMark) {}
 __device__ __forceinline__ void timeline_reduce_mark(int) {}

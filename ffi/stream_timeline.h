@@ -42,8 +42,8 @@ enum WgmmaMark : int {
   kWgMarkExit,         // the outputs stored (the block's last instruction)
   kWgmmaMarks
 };
-static_assert(int{kMarkLoopEnd} == int{kWgMarkLoopEnd},
-              "the probe reads both loop ends from one slot");
+static_assert(int{kMarkEntry} == int{kWgMarkEntry} && int{kMarkLoopEnd} == int{kWgMarkLoopEnd},
+              "the probe and stamp_mark read both records' entry and loop end from one slot");
 constexpr int kTimelineMarks =
     int{kWgmmaMarks} > int{kStreamMarks} ? int{kWgmmaMarks} : int{kStreamMarks};
 constexpr int kTimelineBlocks = 2048;  // blocks past this are not recorded

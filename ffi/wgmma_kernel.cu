@@ -95,22 +95,11 @@ __device__ __forceinline__ unsigned timeline_block() {
   return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
 __device__ __forceinline__ void timeline_mark(WgmmaMark mark) {
-  const unsigned b = timeline_block();
-  if (threadIdx.x == 0 && b < kTimelineBlocks) {
-    g_wgmma_timeline.main_ns[b][mark] = global_ns();
-    g_wgmma_timeline.main_clock[b][mark] = clock64();
-    if (mark == kWgMarkEntry) {
-      unsigned sm;
-      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-      g_wgmma_timeline.main_sm[b] = sm;
-    }
-  }
+  stamp_mark(g_wgmma_timeline, timeline_block(), mark);
 }
 // Stage s's wgmmas issued (the first one also a mark).
 __device__ __forceinline__ void timeline_stage(int s) {
-  const unsigned b = timeline_block();
-  if (threadIdx.x == 0 && b < kTimelineBlocks && s < kTimelineSteps)
-    g_wgmma_timeline.step_ns[b][s] = global_ns();
+  stamp_step(g_wgmma_timeline, timeline_block(), s);
   if (s == 0) timeline_mark(kWgMarkFirstIssued);
 }
 #else

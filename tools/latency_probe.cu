@@ -421,10 +421,6 @@ struct TimelineSource {
   int mark_count;
   int exit_mark;
 };
-// print_timeline finds the blocks that ran by the entry mark and the loop's end by
-// kMarkLoopEnd, in either record.
-static_assert(int{jax_marlin::kMarkEntry} == int{jax_marlin::kWgMarkEntry},
-              "one entry slot for both records");
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 const char* const kStreamMarkNames[] = {"entry", "A staged", "sums", "first step", "loop end",
                                         "exit"};
