@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -257,3 +259,48 @@ def test_pass_rows_time_the_ops_as_tinygemm_is_timed(tmp_path):
             assert 0 < float(r["rel_err"]) < 5e-3, r
             assert int(r["copies"]) == 4 and int(r["gemms_per_call"]) % 4 == 0, r
     assert not set(bench.PASS_IMPLS) & set(bench.parse_args([]).impls)
+
+
+def test_power_sample_reads_the_busy_samples():
+    """tools/power_sample.py's summary of nvidia-smi's "clock, power" lines: only the samples
+    above the busy threshold count (the GPU between runs is not the run), and lines that are
+    not two numbers (a header, [N/A], a line cut when the sampler stopped) are skipped."""
+    power_sample = tool_module("power_sample")
+    text = "\n".join(["clocks.sm [MHz], power.draw [W]", "1980, 85.2", "1470, 691.0",
+                      "1500, 690.5", "1455, 701.3", "[N/A], [N/A]", "1980, 648.0", "19"])
+    got = power_sample.summarize(text, busy_watts=200)
+    assert got == {"samples": 5, "busy": 4, "clock_median": 1485.0, "clock_min": 1455.0,
+                   "power_median": 690.75, "power_max": 701.3}
+    assert power_sample.summarize(text, busy_watts=800) == {"samples": 5, "busy": 0}
+    assert "4 over 200 W: SM clock median 1485 MHz (lowest 1455)" in power_sample.describe(
+        got, 200)
+
+
+def test_power_sample_runs_the_command_and_keeps_its_status(tmp_path, capsys, monkeypatch):
+    """Without nvidia-smi (this machine, CI) the command still runs, its exit status is the
+    tool's, and the line says that nothing was sampled."""
+    power_sample = tool_module("power_sample")
+    monkeypatch.setattr(power_sample.shutil, "which", lambda name: None)
+    marker = tmp_path / "ran"
+    status = power_sample.main(["--out", str(tmp_path / "smi.csv"), "--", sys.executable, "-c",
+                                f"open({str(marker)!r}, 'w').close(); raise SystemExit(3)"])
+    assert status == 3 and marker.exists()
+    assert "no nvidia-smi here, nothing sampled" in capsys.readouterr().out
+
+
+def test_power_sample_samples_while_the_command_runs(tmp_path, capsys, monkeypatch):
+    """With an nvidia-smi on the PATH (a stand-in printing one busy sample every 10 ms until
+    stopped), the samples land in --out while the command runs and the sampler is stopped
+    after it: the line reports them."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nwhile true; do echo '1470, 691.0'; sleep 0.01; done\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    power_sample = tool_module("power_sample")
+    out = tmp_path / "smi.csv"
+    assert power_sample.main(["--out", str(out), "--", sys.executable, "-c",
+                              "import time; time.sleep(0.5)"]) == 0
+    line = capsys.readouterr().out
+    assert re.search(r"power_sample: (\d+) samples, \1 over 200 W: SM clock median 1470 MHz",
+                     line), line
+    assert out.read_text().startswith("1470, 691.0")

@@ -13,6 +13,9 @@
 #   earlier run in the same device call built (another PROBE_ARGS, no second build)
 #   PROBE_SOURCE=variant: each variant's own tools/latency_probe.cu (where a branch's probe
 #   sets up what its kernels need, e.g. wip/stream-k's workspace area)
+#   PROBE_POWER=1: each run under tools/power_sample.py (the SM clock and the power every
+#   50 ms, $OUT/smi_<name>_r<k>.csv): sustained runs sit at the power cap, where a variant's
+#   time follows its energy (session 36 call D), so its clock reads beside its time
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"
@@ -38,9 +41,13 @@ wait
 for round in $(seq 1 "${PROBE_ROUNDS:-2}"); do
   for n in $names; do
     echo "== probe $n (round $round)"
+    sampler=()
+    [ "${PROBE_POWER-}" = 1 ] && sampler=(python3 "$repo/tools/power_sample.py" --out \
+      "$OUT/smi_${n}_r$round.csv" --)
     # shellcheck disable=SC2086  # PROBE_ARGS is split on purpose ("small", "random")
-    timeout "${PROBE_TIMEOUT:-90}" "/tmp/probe_obj/$n/latency_probe" ${PROBE_ARGS-} \
-      >"$OUT/probe_${n}_r$round.txt" 2>&1
-    grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k_override|timeline" "$OUT/probe_${n}_r$round.txt"
+    ${sampler[@]+"${sampler[@]}"} timeout "${PROBE_TIMEOUT:-90}" "/tmp/probe_obj/$n/latency_probe" \
+      ${PROBE_ARGS-} >"$OUT/probe_${n}_r$round.txt" 2>&1
+    grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |split_k_override|timeline|power_sample" \
+      "$OUT/probe_${n}_r$round.txt"
   done
 done
