@@ -261,46 +261,63 @@ def test_pass_rows_time_the_ops_as_tinygemm_is_timed(tmp_path):
     assert not set(bench.PASS_IMPLS) & set(bench.parse_args([]).impls)
 
 
-def test_power_sample_reads_the_busy_samples():
-    """tools/power_sample.py's summary of nvidia-smi's "clock, power" lines: only the samples
-    above the busy threshold count (the GPU between runs is not the run), and lines that are
-    not two numbers (a header, [N/A], a line cut when the sampler stopped) are skipped."""
+def test_power_sample_reads_the_busy_and_capped_samples():
+    """tools/power_sample.py's summary of nvidia-smi's "clock, power, limit" lines: the busy
+    samples (above the threshold: the GPU at work), of those the ones within 3% of the limit
+    (at the cap: what a sustained run's clock is read from), and lines that are not three
+    numbers (a header, [N/A], a line cut when the sampler stopped) skipped."""
     power_sample = tool_module("power_sample")
-    text = "\n".join(["clocks.sm [MHz], power.draw [W]", "1980, 85.2", "1470, 691.0",
-                      "1500, 690.5", "1455, 701.3", "[N/A], [N/A]", "1980, 648.0", "19"])
+    text = "\n".join(["clocks.sm [MHz], power.draw [W], power.limit [W]", "1980, 85.2, 700.0",
+                      "1470, 691.0, 700.0", "1500, 690.5, 700.0", "1455, 701.3, 700.0",
+                      "[N/A], [N/A], [N/A]", "1980, 648.0, 700.0", "19"])
     got = power_sample.summarize(text, busy_watts=200)
-    assert got == {"samples": 5, "busy": 4, "clock_median": 1485.0, "clock_min": 1455.0,
-                   "power_median": 690.75, "power_max": 701.3}
-    assert power_sample.summarize(text, busy_watts=800) == {"samples": 5, "busy": 0}
-    assert "4 over 200 W: SM clock median 1485 MHz (lowest 1455)" in power_sample.describe(
-        got, 200)
+    assert got == {"samples": 5, "busy": 4, "capped": 3,
+                   "busy_clock_median": 1485.0, "busy_clock_min": 1455.0,
+                   "busy_power_median": 690.75,
+                   "capped_clock_median": 1470.0, "capped_clock_min": 1455.0,
+                   "capped_power_median": 691.0}
+    assert power_sample.summarize(text, busy_watts=800) == {"samples": 5, "busy": 0, "capped": 0}
+    line = power_sample.describe(got, 200)
+    assert "4 over 200 W (SM clock median 1485 MHz" in line, line
+    assert "3 at the cap: SM clock median 1470 MHz (lowest 1455)" in line, line
 
 
 def test_power_sample_runs_the_command_and_keeps_its_status(tmp_path, capsys, monkeypatch):
     """Without nvidia-smi (this machine, CI) the command still runs, its exit status is the
-    tool's, and the line says that nothing was sampled."""
+    tool's (128 + N for a signal N), --out's folder is made, and the line says that nothing
+    was sampled."""
     power_sample = tool_module("power_sample")
     monkeypatch.setattr(power_sample.shutil, "which", lambda name: None)
     marker = tmp_path / "ran"
-    status = power_sample.main(["--out", str(tmp_path / "smi.csv"), "--", sys.executable, "-c",
+    out = str(tmp_path / "new" / "smi.csv")
+    status = power_sample.main(["--out", out, "--", sys.executable, "-c",
                                 f"open({str(marker)!r}, 'w').close(); raise SystemExit(3)"])
     assert status == 3 and marker.exists()
     assert "no nvidia-smi here, nothing sampled" in capsys.readouterr().out
+    killed = power_sample.main(["--out", out, "--", sys.executable, "-c",
+                                "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert killed == 128 + 9
 
 
 def test_power_sample_samples_while_the_command_runs(tmp_path, capsys, monkeypatch):
-    """With an nvidia-smi on the PATH (a stand-in printing one busy sample every 10 ms until
-    stopped), the samples land in --out while the command runs and the sampler is stopped
-    after it: the line reports them."""
+    """With an nvidia-smi on the PATH (a stand-in that notes its arguments, then prints one
+    capped sample every 10 ms until stopped), it is asked for the clock, the power and the
+    limit of the chosen GPU, the samples land in --out while the command runs, and the
+    sampler is stopped after it: the line reports them."""
     fake = tmp_path / "nvidia-smi"
-    fake.write_text("#!/bin/sh\nwhile true; do echo '1470, 691.0'; sleep 0.01; done\n")
+    args_seen = tmp_path / "args"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {args_seen}\n"
+                    "while true; do echo '1470, 691.0, 700.0'; sleep 0.01; done\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     power_sample = tool_module("power_sample")
     out = tmp_path / "smi.csv"
-    assert power_sample.main(["--out", str(out), "--", sys.executable, "-c",
+    assert power_sample.main(["--out", str(out), "--gpu", "3", "--", sys.executable, "-c",
                               "import time; time.sleep(0.5)"]) == 0
     line = capsys.readouterr().out
-    assert re.search(r"power_sample: (\d+) samples, \1 over 200 W: SM clock median 1470 MHz",
-                     line), line
-    assert out.read_text().startswith("1470, 691.0")
+    assert re.search(r"power_sample: (\d+) samples, \1 over 200 W .*, \1 at the cap: "
+                     r"SM clock median 1470 MHz", line), line
+    assert out.read_text().startswith("1470, 691.0, 700.0")
+    assert args_seen.read_text().split() == [
+        "-i", "3", "--query-gpu=clocks.sm,power.draw,power.limit",
+        "--format=csv,noheader,nounits", "-lms", "50"]

@@ -27,7 +27,9 @@
 // (session 24 call N); `values` is the probe's stand-in for the bench's operands;
 // `latency_probe 1x4096x4096 16x896x1152 ...` times those shapes (M x K x N) instead.
 // `latency_probe small` takes the projections of ~0.5B and ~1B decoders instead
-// of the 8B-class shapes.
+// of the 8B-class shapes. `splits=` (empty) times no other grid, `replays=N` makes
+// each timing N x 64 calls (30 by default): long enough runs to read the clock at
+// the power cap (tools/power_sample.py).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -61,7 +63,7 @@ using jax_marlin::MarlinGemmArgs;
 namespace {
 
 constexpr int kItems = 64;    // items a graph
-constexpr int kReplays = 30;  // timed replays (after 3 untimed)
+int g_replays = 30;  // timed replays (after 3 untimed); replays=N sets it
 
 __global__ void empty_kernel() {}
 
@@ -109,7 +111,7 @@ __global__ void small_kernel(float* x) {
 }
 
 // Microseconds per item of `graph` (kItems items), which it destroys; the
-// median of three timings of kReplays replays.
+// median of three timings of g_replays replays.
 double time_graph_us(cudaStream_t stream, cudaGraph_t graph) {
   cudaGraphExec_t exec;
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -120,12 +122,12 @@ double time_graph_us(cudaStream_t stream, cudaGraph_t graph) {
   std::vector<double> times;
   for (int t = 0; t < 3; ++t) {
     CHECK(cudaEventRecord(start, stream));
-    for (int r = 0; r < kReplays; ++r) CHECK(cudaGraphLaunch(exec, stream));
+    for (int r = 0; r < g_replays; ++r) CHECK(cudaGraphLaunch(exec, stream));
     CHECK(cudaEventRecord(stop, stream));
     CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(1e3 * ms / (kReplays * kItems));
+    times.push_back(1e3 * ms / (g_replays * kItems));
   }
   std::sort(times.begin(), times.end());
   CHECK(cudaGraphExecDestroy(exec));
@@ -499,6 +501,25 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
     std::sort(cycles.begin(), cycles.end());
     std::printf("  %s %lld", names[mark], cycles[cycles.size() / 2]);
   }
+  // The SM clock the blocks ran at, entry to loop end (their cycles over their
+  // nanoseconds): the stamps' microseconds are wall time, and under the power cap
+  // the clock falls far below its 1980 MHz (session 36: ~1540-1590 MHz through a
+  // 256-row block's loop, which ran ~1040 cycles a stage against the tensor
+  // pipe's 1024), so a stage's time reads against the full rate only in cycles.
+  std::vector<double> mhz;
+  for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
+    const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
+    const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
+    if (entry != 0 && end > entry)
+      mhz.push_back(1e3 * double(t.main_clock[b][jax_marlin::kMarkLoopEnd] -
+                                 t.main_clock[b][jax_marlin::kMarkEntry]) /
+                    double(end - entry));
+  }
+  if (!mhz.empty()) {
+    std::sort(mhz.begin(), mhz.end());
+    std::printf("; SM clock, entry to loop end: %.0f MHz (median over the blocks)",
+                mhz[mhz.size() / 2]);
+  }
   unsigned long long r0 = ~0ull, r1 = 0;
   for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
     if (t.reduce_ns[b][0] != 0) r0 = std::min(r0, t.reduce_ns[b][0]);
@@ -558,6 +579,9 @@ int main(int argc, char** argv) {
     g_random = g_random || arg == "random";
     g_values = g_values || arg == "values";
     small_models = small_models || arg == "small";
+    // replays=N: longer timings, e.g. for tools/power_sample.py, whose samples of the
+    // board's power (a 1-second average) need runs of several seconds to reach the cap.
+    if (arg.rfind("replays=", 0) == 0) g_replays = std::max(1, std::stoi(arg.substr(8)));
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
     if (arg.rfind("splits=", 0) == 0) {
@@ -594,7 +618,7 @@ int main(int argc, char** argv) {
   CHECK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, big_smem));
   const int sms = device.sm_count;
   std::printf("us per item, graphs of %d items (median of 3 x %d replays), %s buffers\n", kItems,
-              kReplays, g_random ? "random" : g_values ? "model-like" : "zero");
+              g_replays, g_random ? "random" : g_values ? "model-like" : "zero");
   std::printf("empty, 2 blocks                          %7.2f\n",
               graph_us(stream, [&](int) { empty_kernel<<<2, 256, 0, stream>>>(); }));
   std::printf("empty, %d blocks                        %7.2f\n", 2 * sms,

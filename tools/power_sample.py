@@ -1,62 +1,86 @@
 """The SM clock and the board's power while a command runs: whether a sustained GPU run
 sat at the power cap, and at what clock.
 
-    python3 tools/power_sample.py --out /tmp/smi.csv -- ./latency_probe values 512x4096x4096
+    python3 tools/power_sample.py --out /tmp/smi.csv -- ./latency_probe values replays=150 \
+        splits= 512x28672x8192
 
-Samples ``nvidia-smi`` every ``--every-ms`` (50) in the background, runs the command, then
-prints one line: the samples above ``--busy-watts`` (the GPU at work, not between runs),
-their median and lowest SM clock and their median and highest power. Under the H200's
-700 W cap a 256-row GEMM's 64-call runs held ~691 W with the clock at ~1470 MHz of 1980
-(session 36 call D): what a kernel gains there follows the energy it saves, so an A/B of
-two variants reads their clocks beside their times. Without ``nvidia-smi`` the command
-still runs and the line says so. Exits with the command's status.
+Samples ``nvidia-smi`` (one GPU, ``--gpu``) every ``--every-ms`` (50) in the background,
+runs the command, then prints one line: the samples above ``--busy-watts`` (the GPU at
+work), and of those the ones at the cap (the power within 3% of the board's limit), with
+the median and lowest SM clock of each set. The H200 reports its power as a 1-second
+average, so a run needs several seconds for its samples to reach the cap, and the samples
+of the second after it still count as busy: read the capped set. Under the 700 W cap a
+256-row GEMM's 64-call runs held ~690 W with the clock near 1470-1650 MHz of 1980
+(session 36 call D), so an A/B of two variants reads their clocks beside their times.
+Without ``nvidia-smi`` the command still runs and the line says so. Exits with the
+command's status (128 + N where a signal N ended it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import pathlib
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 
-QUERY = "clocks.sm,power.draw"
+QUERY = "clocks.sm,power.draw,power.limit"
+CAP_SHARE = 0.97  # a sample within 3% of the limit is at the cap
 
 
 def summarize(text: str, busy_watts: float = 200.0) -> dict:
-    """``nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits`` lines
-    -> counts and the busy samples' clock (MHz) and power (W) figures. Lines that are not
-    two numbers (a header, "[N/A]", a cut last line) are skipped."""
+    """``nvidia-smi --query-gpu=clocks.sm,power.draw,power.limit --format=csv,noheader,nounits``
+    lines -> counts, and the clock (MHz) and power (W) figures of the busy samples and of
+    those at the cap. Lines that are not three numbers (a header, "[N/A]", a cut last line)
+    are skipped."""
     samples = []
     for line in text.splitlines():
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 2:
+        if len(fields) != 3:
             continue
         try:
-            samples.append((float(fields[0]), float(fields[1])))
+            samples.append(tuple(float(f) for f in fields))
         except ValueError:
             continue
     busy = [s for s in samples if s[1] > busy_watts]
-    out = {"samples": len(samples), "busy": len(busy)}
-    if busy:
-        clocks, watts = [s[0] for s in busy], [s[1] for s in busy]
-        out.update(clock_median=statistics.median(clocks), clock_min=min(clocks),
-                   power_median=statistics.median(watts), power_max=max(watts))
+    capped = [s for s in busy if s[1] >= CAP_SHARE * s[2]]
+    out = {"samples": len(samples), "busy": len(busy), "capped": len(capped)}
+    for name, chosen in (("busy", busy), ("capped", capped)):
+        if chosen:
+            clocks, watts = [s[0] for s in chosen], [s[1] for s in chosen]
+            out.update({f"{name}_clock_median": statistics.median(clocks),
+                        f"{name}_clock_min": min(clocks),
+                        f"{name}_power_median": statistics.median(watts)})
     return out
 
 
 def describe(summary: dict, busy_watts: float) -> str:
     line = f"{summary['samples']} samples, {summary['busy']} over {busy_watts:.0f} W"
     if summary["busy"]:
-        line += (f": SM clock median {summary['clock_median']:.0f} MHz "
-                 f"(lowest {summary['clock_min']:.0f}), power median "
-                 f"{summary['power_median']:.0f} W (highest {summary['power_max']:.0f})")
+        line += (f" (SM clock median {summary['busy_clock_median']:.0f} MHz, power median "
+                 f"{summary['busy_power_median']:.0f} W)")
+    line += f", {summary['capped']} at the cap"
+    if summary["capped"]:
+        line += (f": SM clock median {summary['capped_clock_median']:.0f} MHz (lowest "
+                 f"{summary['capped_clock_min']:.0f}), power median "
+                 f"{summary['capped_power_median']:.0f} W")
     return line
+
+
+def default_gpu() -> str:
+    """The first GPU this process would see: CUDA_VISIBLE_DEVICES' first entry where it
+    is an index, else 0."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first if first.isdigit() else "0"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="the samples, as nvidia-smi wrote them")
+    p.add_argument("--gpu", default=default_gpu(), help="nvidia-smi's -i")
     p.add_argument("--every-ms", type=int, default=50)
     p.add_argument("--busy-watts", type=float, default=200.0)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
@@ -64,26 +88,33 @@ def main(argv=None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("no command given (put it after --)")
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     smi = shutil.which("nvidia-smi")
-    with open(args.out, "w") as samples:
-        sampler = None
-        if smi is not None:
-            sampler = subprocess.Popen(
-                [smi, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
-                 "-lms", str(args.every_ms)], stdout=samples, stderr=subprocess.DEVNULL)
-        try:
-            status = subprocess.call(command)
-        finally:
-            if sampler is not None:
-                sampler.terminate()
-                sampler.wait()
+    # A SIGTERM to this process alone (not its group, as timeout sends) still stops the
+    # sampler: the handler raises, and the finally below runs.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        with out.open("w") as samples:
+            sampler = None
+            if smi is not None:
+                sampler = subprocess.Popen(
+                    [smi, "-i", args.gpu, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
+                     "-lms", str(args.every_ms)], stdout=samples, stderr=subprocess.DEVNULL)
+            try:
+                status = subprocess.call(command)
+            finally:
+                if sampler is not None:
+                    sampler.terminate()
+                    sampler.wait(timeout=10)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if smi is None:
         print("power_sample: no nvidia-smi here, nothing sampled", flush=True)
     else:
-        with open(args.out) as samples:
-            print("power_sample: " + describe(summarize(samples.read(), args.busy_watts),
-                                              args.busy_watts), flush=True)
-    return status
+        print("power_sample: " + describe(summarize(out.read_text(), args.busy_watts),
+                                          args.busy_watts), flush=True)
+    return 128 - status if status < 0 else status
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@
 #   PROBE_SOURCE=variant: each variant's own tools/latency_probe.cu (where a branch's probe
 #   sets up what its kernels need, e.g. wip/stream-k's workspace area)
 #   PROBE_POWER=1: each run under tools/power_sample.py (the SM clock and the power every
-#   50 ms, $OUT/smi_<name>_r<k>.csv): sustained runs sit at the power cap, where a variant's
-#   time follows its energy (session 36 call D), so its clock reads beside its time
+#   50 ms, $OUT/smi_<name>_r<k>.csv; one summary a run, over all of its shapes and grids:
+#   give it one shape, splits= and replays=150 or so for a clock that belongs to one
+#   kernel): sustained runs sit at the power cap, where a variant's time follows its
+#   energy (session 36 call D), so its clock reads beside its time
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"

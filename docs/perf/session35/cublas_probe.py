@@ -4,12 +4,16 @@ median of 3 x 30 replays, us a GEMM. For session 35's fixed-cost question: does
 cuBLAS's time at M = 512 fall with K as ours does (its intercept against ours)?
     python3 docs/perf/session35/cublas_probe.py [MxKxN ...]
 """
+import os
 import statistics
 import sys
 
 import torch
 
-ITEMS, REPLAYS = 64, 30
+ITEMS = 64
+# CUBLAS_PROBE_REPLAYS (session 36): longer timings, for the power cap's clock
+# (tools/power_sample.py; the board's power is a 1-second average).
+REPLAYS = int(os.environ.get("CUBLAS_PROBE_REPLAYS", "30"))
 
 
 def gemm_us(M, K, N, dtype=torch.float16):
