@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import signal
 import sys
 
 import jax
@@ -277,6 +278,8 @@ def test_power_sample_reads_the_busy_and_capped_samples():
                    "capped_clock_median": 1470.0, "capped_clock_min": 1455.0,
                    "capped_power_median": 691.0}
     assert power_sample.summarize(text, busy_watts=800) == {"samples": 5, "busy": 0, "capped": 0}
+    no_limit = power_sample.summarize("1470, 691.0, [N/A]\n1500, 690.0, [N/A]", busy_watts=200)
+    assert (no_limit["busy"], no_limit["capped"], no_limit["busy_clock_median"]) == (2, 0, 1485)
     line = power_sample.describe(got, 200)
     assert "4 over 200 W (SM clock median 1485 MHz" in line, line
     assert "3 at the cap: SM clock median 1470 MHz (lowest 1455)" in line, line
@@ -321,3 +324,29 @@ def test_power_sample_samples_while_the_command_runs(tmp_path, capsys, monkeypat
     assert args_seen.read_text().split() == [
         "-i", "3", "--query-gpu=clocks.sm,power.draw,power.limit",
         "--format=csv,noheader,nounits", "-lms", "50"]
+
+
+def test_power_sample_stops_the_command_when_stopped(tmp_path, monkeypatch):
+    """A SIGTERM to the tool while its command runs (here the command sends it to its
+    parent, the test's process, where main runs) stops the command too, not only the tool,
+    which exits with 143 and puts back the SIGTERM handler it found."""
+    power_sample = tool_module("power_sample")
+    monkeypatch.setattr(power_sample.shutil, "which", lambda name: None)
+    pid_file = tmp_path / "pid"
+    child = ("import os, signal, time; open({!r}, 'w').write(str(os.getpid())); "
+             "os.kill(os.getppid(), signal.SIGTERM); time.sleep(60)").format(str(pid_file))
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        power_sample.main(["--out", str(tmp_path / "smi.csv"), "--", sys.executable, "-c", child])
+    assert stopped.value.code == 143
+    assert signal.getsignal(signal.SIGTERM) is before
+    with pytest.raises(ProcessLookupError):  # waited for, so not even a zombie is left
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_power_sample_default_gpu_follows_cuda_visible_devices(monkeypatch):
+    """nvidia-smi's -i by default: the first visible GPU's index or UUID, else 0."""
+    power_sample = tool_module("power_sample")
+    for visible, gpu in (("2,3", "2"), ("GPU-8a1b", "GPU-8a1b"), ("", "0"), ("none", "0")):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert power_sample.default_gpu() == gpu, visible

@@ -422,6 +422,7 @@ struct TimelineSource {
   const char* const* mark_names;
   int mark_count;
   int exit_mark;
+  int loop_start_mark;  // the first step or stage done: the clock is read from it to the loop end
 };
 #ifdef JAX_MARLIN_STREAM_TIMELINE
 const char* const kStreamMarkNames[] = {"entry", "A staged", "sums", "first step", "loop end",
@@ -430,7 +431,8 @@ static_assert(sizeof kStreamMarkNames / sizeof *kStreamMarkNames == jax_marlin::
               "a name a mark");
 const TimelineSource kStreamSource{jax_marlin::ResetStreamTimeline,
                                    jax_marlin::ReadStreamTimeline, kStreamMarkNames,
-                                   jax_marlin::kStreamMarks, jax_marlin::kMarkExit};
+                                   jax_marlin::kStreamMarks, jax_marlin::kMarkExit,
+                                   jax_marlin::kMarkFirstStep};
 #endif
 #ifdef JAX_MARLIN_WGMMA_TIMELINE
 const char* const kWgmmaMarkNames[] = {"entry",    "ring ready", "stage 0 in", "stage 0 issued",
@@ -439,7 +441,7 @@ static_assert(sizeof kWgmmaMarkNames / sizeof *kWgmmaMarkNames == jax_marlin::kW
               "a name a mark");
 const TimelineSource kWgmmaSource{jax_marlin::ResetWgmmaTimeline, jax_marlin::ReadWgmmaTimeline,
                                   kWgmmaMarkNames, jax_marlin::kWgmmaMarks,
-                                  jax_marlin::kWgMarkExit};
+                                  jax_marlin::kWgMarkExit, jax_marlin::kWgMarkFirstIssued};
 #endif
 
 // `call` captured into a graph, replayed three times, then once more with the
@@ -501,24 +503,25 @@ void print_timeline(cudaStream_t stream, const std::function<void()>& call,
     std::sort(cycles.begin(), cycles.end());
     std::printf("  %s %lld", names[mark], cycles[cycles.size() / 2]);
   }
-  // The SM clock the blocks ran at, entry to loop end (their cycles over their
-  // nanoseconds): the stamps' microseconds are wall time, and under the power cap
-  // the clock falls far below its 1980 MHz (session 36: ~1540-1590 MHz through a
-  // 256-row block's loop, which ran ~1040 cycles a stage against the tensor
-  // pipe's 1024), so a stage's time reads against the full rate only in cycles.
+  // The SM clock the blocks' loops ran at, from the first step (stage) done to the
+  // loop's end, each block's cycles over its own nanoseconds: the stamps'
+  // microseconds are wall time, and under a heavy load the clock falls far below
+  // its 1980 MHz (session 36: ~1540-1590 MHz through a 256-row block's loop in one
+  // call, which ran ~1040 cycles a stage against the tensor pipe's 1024), so a
+  // stage's time reads against the full rate only in cycles.
   std::vector<double> mhz;
   for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
-    const unsigned long long entry = t.main_ns[b][jax_marlin::kMarkEntry];
+    const unsigned long long start = t.main_ns[b][source.loop_start_mark];
     const unsigned long long end = t.main_ns[b][jax_marlin::kMarkLoopEnd];
-    if (entry != 0 && end > entry)
+    if (t.main_ns[b][jax_marlin::kMarkEntry] != 0 && start != 0 && end > start)
       mhz.push_back(1e3 * double(t.main_clock[b][jax_marlin::kMarkLoopEnd] -
-                                 t.main_clock[b][jax_marlin::kMarkEntry]) /
-                    double(end - entry));
+                                 t.main_clock[b][source.loop_start_mark]) /
+                    double(end - start));
   }
   if (!mhz.empty()) {
     std::sort(mhz.begin(), mhz.end());
-    std::printf("; SM clock, entry to loop end: %.0f MHz (median over the blocks)",
-                mhz[mhz.size() / 2]);
+    std::printf("; SM clock, %s to loop end: %.0f MHz (median over the blocks)",
+                names[source.loop_start_mark], mhz[mhz.size() / 2]);
   }
   unsigned long long r0 = ~0ull, r1 = 0;
   for (int b = 0; b < jax_marlin::kTimelineBlocks; ++b) {
@@ -581,7 +584,16 @@ int main(int argc, char** argv) {
     small_models = small_models || arg == "small";
     // replays=N: longer timings, e.g. for tools/power_sample.py, whose samples of the
     // board's power (a 1-second average) need runs of several seconds to reach the cap.
-    if (arg.rfind("replays=", 0) == 0) g_replays = std::max(1, std::stoi(arg.substr(8)));
+    if (arg.rfind("replays=", 0) == 0) {
+      char* end = nullptr;
+      const long n = std::strtol(arg.c_str() + 8, &end, 10);
+      if (end == arg.c_str() + 8 || *end != '\0' || n < 1 || n > 1000000) {
+        std::fprintf(stderr, "latency_probe: replays=N takes a count from 1 to 1000000, not %s\n",
+                     arg.c_str() + 8);
+        return 2;
+      }
+      g_replays = static_cast<int>(n);
+    }
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
     if (arg.rfind("splits=", 0) == 0) {

@@ -15,9 +15,9 @@
 #   sets up what its kernels need, e.g. wip/stream-k's workspace area)
 #   PROBE_POWER=1: each run under tools/power_sample.py (the SM clock and the power every
 #   50 ms, $OUT/smi_<name>_r<k>.csv; one summary a run, over all of its shapes and grids:
-#   give it one shape, splits= and replays=150 or so for a clock that belongs to one
-#   kernel): sustained runs sit at the power cap, where a variant's time follows its
-#   energy (session 36 call D), so its clock reads beside its time
+#   give it one shape, splits= and replays=N, N near 20,800 / its us a GEMM for ~4 s a
+#   timing, for a clock that belongs to one kernel): sustained runs sit at the power cap,
+#   where a variant's clock falls (session 36 call D), so its clock reads beside its time
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 repo="$(pwd)"

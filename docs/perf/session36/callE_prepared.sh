@@ -3,10 +3,11 @@
 # the same sustained load, shape by shape. Session 36 found our 256-row kernel's loop at
 # ~1040 cycles a stage against the tensor pipe's 1024 (the timeline's cycles over its
 # nanoseconds: ~1540-1590 MHz even in one call after the warm-up), and its 64-call runs at
-# the 700 W cap with the clock near 1470-1650 MHz. So at M >= 256 its time is cycles (the
-# loop at full rate, plus the prologue, the on-chip exchange and the stores) over a clock
-# set by energy. If torch's cuBLAS (the stand-in for XLA's nvjet) holds a higher clock at
-# the cap, ours takes more energy a GEMM; if the same, its fewer fixed cycles are the gap.
+# the 700 W cap with the clock near 1470 MHz. So at M >= 256 its time is cycles (the loop
+# at full rate, plus the prologue, the on-chip exchange and the stores) over a clock that
+# falls under its load. If torch's cuBLAS (the stand-in for XLA's nvjet) holds a higher
+# clock at the cap, ours takes more energy a GEMM; if the same, its fewer fixed cycles are
+# the gap.
 # (2) The bench's own M = 1 call traced (session 35's item 2, cut from session 36 call B).
 # ~5 minutes.
 #   run(command="bash docs/perf/session36/callE_prepared.sh", carry=[".ffi"])
@@ -29,7 +30,9 @@ for case in 512x4096x4096:700 1024x4096x4096:400 512x28672x8192:56 2048x8192x286
     /tmp/probe_obj/main/latency_probe values splits= "replays=$replays" "$shape" \
     > "$OUT/ours_$shape.txt" 2>&1
   grep -E "^ +[0-9]+ +[0-9]+ +[0-9]+ |power_sample" "$OUT/ours_$shape.txt"
-  CUBLAS_PROBE_REPLAYS=$replays python3 tools/power_sample.py --out "$OUT/smi_cublas_$shape.csv" \
+  # ours times the GEMM four ways (alone, with a small kernel, its kernels, child graphs):
+  # cuBLAS's one timing gets four times the replays, for as long a load
+  CUBLAS_PROBE_REPLAYS=$((4 * replays)) python3 tools/power_sample.py --out "$OUT/smi_cublas_$shape.csv" \
     -- timeout 120 python3 docs/perf/session35/cublas_probe.py "$shape" \
     > "$OUT/cublas_$shape.txt" 2>&1
   tail -2 "$OUT/cublas_$shape.txt"
