@@ -86,21 +86,28 @@ def default_gpu() -> str:
     return first if first.isdigit() or first.startswith(("GPU-", "MIG-")) else "0"
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Ends `proc` if it still runs: SIGTERM (which timeout(1) passes on to its own
+    command), then SIGKILL after 5 s; waited for either way, so no zombie is left."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def run_command(command) -> int:
     """The command's exit status (negative for a signal, as subprocess gives it). If this
     process is stopped meanwhile (SIGTERM raises SystemExit, below), the command is
-    stopped too: SIGTERM (which timeout(1) passes on to its own command), then SIGKILL."""
+    stopped too."""
     proc = subprocess.Popen(command)
     try:
         return proc.wait()
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
 
 
 def main(argv=None) -> int:
@@ -131,8 +138,7 @@ def main(argv=None) -> int:
                 status = run_command(command)
             finally:
                 if sampler is not None:
-                    sampler.terminate()
-                    sampler.wait(timeout=10)
+                    stop(sampler)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if smi is None:
