@@ -36,7 +36,10 @@ Protocol (``shared/bench/ANCHORS.md``):
   of twice the width (session 12), which times another shape. At least ``--min-gemms`` (64) GEMMs and
   ``--min-call-ms`` (20 ms) per call, unless a single call would pass
   ``--max-call-ms`` (GEMMs of milliseconds, where dispatch costs nothing):
-  the ``gemms_per_call`` column says how many ran. A call has a fixed cost
+  the ``gemms_per_call`` column says how many ran. The passes are sized by
+  timing calls (``Timing.sized_passes``): a one-pass call carries the call's
+  fixed cost, and sizing from it alone left fast GEMMs' calls at a third of
+  the 20 ms (until session 37). A call has a fixed cost
   (dispatch, the loop, the host sync); over 2 ms calls, the earlier default, it
   added 1-3 us to every small GEMM, dense and int4 alike (4096 x 4096 at M = 1 on
   the H200: 13.5 / 12.3 us dense / int4 with 2 ms calls, 10.3 / 9.2 us with
@@ -141,6 +144,28 @@ class Timing:
         if passes * pass_s > self.max_call_s:
             passes = max(1, int(self.max_call_s / pass_s))
         return min(passes, 100_000)
+
+    def sized_passes(self, copies: int, call_s) -> int:
+        """Passes per timed call, sized by timing calls: ``call_s(p)`` is the wall time in
+        s of one warm call of ``p`` passes.
+
+        A one-pass call also carries the call's fixed cost (dispatch, the loop's launch,
+        the host sync: ~0.65 ms at 8192 x 28672, M = 1 on the H200, session 37), so sizing
+        from it alone left the fast GEMMs' calls short of ``min_call_s``: 7.7 ms for
+        jax_marlin against 17.5 for dense in session 32's table, the fixed cost charged at
+        3.4 us a GEMM to the one and 3.4 to the other at a third of its GEMMs. Where the
+        sized call still falls short, the passes are sized again from the time a pass
+        adds, the difference of the two calls, in which the fixed cost cancels.
+        """
+        one = call_s(1)
+        passes = self.passes(copies, one)
+        if passes == 1:
+            return 1
+        wall = call_s(passes)
+        per_pass = (wall - one) / (passes - 1)
+        if wall >= self.min_call_s or per_pass <= 0:
+            return passes
+        return max(passes, self.passes(copies, per_pass))
 
 
 class Deadline:
@@ -402,12 +427,16 @@ class Measurement:
 def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     loop, copies = LOOPS[impl], len(weights)
     start = time.perf_counter()
-    jax.block_until_ready(loop(x, weights, 1))  # compile + first run, to size the call
+    y0, total = jax.block_until_ready(loop(x, weights, 1))  # compile + first run
     compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    y0, total = jax.block_until_ready(loop(x, weights, 1))
-    pass_s = (time.perf_counter() - start) * copies / (copies + 1)
-    passes = timing.passes(copies, pass_s)
+
+    def call_s(passes):
+        jax.block_until_ready(loop(x, weights, passes))  # compiles a new trip count
+        start = time.perf_counter()
+        jax.block_until_ready(loop(x, weights, passes))
+        return time.perf_counter() - start
+
+    passes = timing.sized_passes(copies, call_s)
     gemms = 1 + passes * copies
     call = functools.partial(loop, x, weights, passes)
     us = medians_us(call, timing.repeats, gemms)
@@ -423,9 +452,15 @@ def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     start = time.perf_counter()
     ys = jax.block_until_ready(one_pass(x, weights))
     compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    jax.block_until_ready(one_pass(x, weights))
-    passes = timing.passes(copies, time.perf_counter() - start)
+
+    def call_s(passes):
+        start = time.perf_counter()
+        for _ in range(passes):
+            out = one_pass(x, weights)
+        jax.block_until_ready(out)
+        return time.perf_counter() - start
+
+    passes = timing.sized_passes(copies, call_s)
 
     def call():
         for _ in range(passes):
@@ -884,15 +919,14 @@ def run_layer_stack(args, timing: Timing, results: Results, key):
         # cost (dispatch, sync) added ~8-15 us to every layer, dense and 4-bit alike,
         # and read 23.2 against 19.3 us a layer where one traced call ran 7.0 against
         # 11.7 (session 28 call D, tools/stack_trace.py).
-        calls = timing.passes(layers, median_call_s(lambda: stack(x, weights), 3))
-
-        def run_calls(stack=stack, weights=weights, calls=calls):
+        def run_calls(calls, stack=stack, weights=weights):
             y = x
             for _ in range(calls):
                 y = stack(y, weights)
             return y
 
-        runs = median_runs_us(run_calls, timing.repeats, calls * layers)
+        calls = timing.sized_passes(layers, lambda c: median_call_s(lambda: run_calls(c), 3))
+        runs = median_runs_us(functools.partial(run_calls, calls), timing.repeats, calls * layers)
         us, dispatch = [wall for wall, _ in runs], runs[0][1]
         rel_err = float(_rel_err(stack(x, weights), ref))
         overhead = us[0] - rotated.us

@@ -118,6 +118,36 @@ def test_timing_rules():
     assert timing.passes(4, 1e-5) == 200  # 2 ms per call from 10 us passes
     assert timing.passes(4, 1e-3) == 16  # 64 GEMMs
     assert timing.passes(2, 0.2) == 1  # long GEMMs: capped by the call time
+
+
+def test_sized_passes_reach_the_minimum_call_despite_a_fixed_cost():
+    """A call's fixed cost (dispatch, sync) must not count as pass time: a 20 ms call of
+    0.6 ms passes with 0.7 ms fixed (8192 x 28672 at M = 1) needs 33 passes, where
+    sizing from one pass's 1.3 ms gives 16 (a 10.3 ms call); sized again from the 0.6 ms
+    a pass adds, 34."""
+    timing = bench.Timing(repeats=5, min_gemms=64, min_call_s=0.02, max_call_s=0.25,
+                          rotate_bytes=4 * 60 * 2**20, max_copies=64)
+    fixed, per_pass = 0.7e-3, 0.6e-3
+    calls = []
+
+    def call_s(passes):
+        calls.append(passes)
+        return fixed + passes * per_pass
+
+    passes = timing.sized_passes(16, call_s)
+    assert fixed + passes * per_pass >= timing.min_call_s
+    assert passes == 34
+    assert calls == [1, 16]
+    # without a fixed cost the first sizing holds and no third call is made
+    calls.clear()
+    assert timing.sized_passes(16, lambda p: calls.append(p) or p * per_pass) == 34
+    assert calls == [1, 34]
+    # long passes: one, capped by the call time, and no second call
+    calls.clear()
+    assert timing.sized_passes(2, lambda p: calls.append(p) or 0.3) == 1
+    assert calls == [1]
+    # a noisy second call (shorter than the first) keeps the first sizing
+    assert timing.sized_passes(16, lambda p: 5e-3 if p == 1 else 4e-3) == 4
     assert bench.block_size_for(14336, -1) == 16384
     assert bench.quantized_bytes(8192, 28672, 128) == pytest.approx(
         8192 * 28672 * (0.5 + 2 / 128 + 0.5 / 128))
