@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared for session 37 (not run): (1) the clock and power of ours against cuBLAS's under
+# Prepared in session 36, run in session 37 as call E (output: callE/): (1) the clock and power of ours against cuBLAS's under
 # the same sustained load, shape by shape. Session 36 found our 256-row kernel's loop at
 # ~1040 cycles a stage against the tensor pipe's 1024 (the timeline's cycles over its
 # nanoseconds: ~1540-1590 MHz even in one call after the warm-up), and its 64-call runs at
@@ -10,7 +10,7 @@
 # the gap.
 # (2) The bench's own M = 1 call traced (session 35's item 2, cut from session 36 call B).
 # ~5 minutes.
-#   run(command="bash docs/perf/session36/callE_prepared.sh", carry=[".ffi"])
+#   run(command="bash docs/perf/session37/callE.sh", carry=[".ffi"])
 # Each timing ~4 s (replays scaled to the shape) so that the board's power, a 1-second
 # average, reaches the cap; one shape a run, no other grids (splits=), so each summary
 # line's clock belongs to one kernel. Predicted: both at ~690 W at every shape; at 4096 x
