@@ -15,6 +15,11 @@
 //   Each chunk would leave its own partial sums (the slot is the chunk's
 //   index, whoever computed it, so the sum stays deterministic); here each
 //   warp writes a checksum to that slot.
+// - hybrid (session 37): the first F% of the steps static, as stream-K cuts
+//   them (each block's long run), the rest in chunks of Q steps claimed from
+//   the counter by whichever block finishes its run first (every claim,
+//   the first too), so only the tail is balanced and most of the bytes still
+//   stream in long runs.
 // Session 17 located the GEMV's tail (docs/perf/NOTES.md: blocks end 26-34 us
 // at 8192 x 28672, the last 3.8 us after the median, a per-block scatter a
 // static cut cannot follow). This says how much of it a dynamic hand-out
@@ -25,7 +30,11 @@
 // kernel's own shape); every dynamic form slower, 40.5-51 us, the more so the
 // shorter the chunk (Q = 1 44-51, Q = 4 40.5-45), claiming D chunks ahead or
 // spreading the chunks claimed together (P) no better: so a block's long
-// contiguous run is worth more than the balance.
+// contiguous run is worth more than the balance. Session 37 (call J, the hybrid):
+// static 37.0 / 36.6 us, hybrids 37.9-42.6 at both large shapes (F = 92, Q = 1-2
+// the least slow), 15.9-24.1 against 14.1 at 4096 x 14336; the first ends move
+// later (20 -> 25-28 us) and so do the last (33 -> 34.4-39): what the fast blocks
+// take from the tail they take from the slow blocks' bandwidth.
 // Build and run (sm_90):
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -I ffi \
 //     -o /tmp/balance_probe tools/balance_probe.cu && /tmp/balance_probe
@@ -56,6 +65,7 @@ struct Params {
   int k_steps;      // steps a column group (K / 128)
   int total_steps;  // column groups x k_steps
   int chunk_steps;  // Q; 0: static
+  int static_steps; // hybrid: the steps handed out statically (the rest in chunks); 0: dynamic
   int claim_ahead;  // D
   int stride;       // P: the c-th chunk claimed is chunk c P mod chunks (P coprime to it)
   unsigned* counters;  // two: this launch's (parity) and the next one's
@@ -74,25 +84,35 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
   const int blocks = gridDim.x;
   const bool dynamic = p.chunk_steps > 0;
   const int Q = dynamic ? p.chunk_steps : 1;
-  const int n_chunks = dynamic ? (p.total_steps + Q - 1) / Q : 0;
-  const int s_begin = static_cast<int>(static_cast<long long>(blockIdx.x) * p.total_steps / blocks);
+  // Static: every step; dynamic: none; hybrid: the first static_steps.
+  const int static_steps = dynamic ? p.static_steps : p.total_steps;
+  const int tail_steps = p.total_steps - static_steps;
+  const int n_chunks = dynamic ? (tail_steps + Q - 1) / Q : 0;
+  // Dynamic alone: block b's first chunk is b, the counter's claims follow the blocks';
+  // hybrid: every chunk from the counter, so the blocks done first take the tail.
+  const bool first_chunk_fixed = dynamic && static_steps == 0;
+  const int claim_base = first_chunk_fixed ? blocks : 0;
+  const int s_begin = static_cast<int>(static_cast<long long>(blockIdx.x) * static_steps / blocks);
   const int s_end =
-      static_cast<int>(static_cast<long long>(blockIdx.x + 1) * p.total_steps / blocks);
+      static_cast<int>(static_cast<long long>(blockIdx.x + 1) * static_steps / blocks);
+  const int n_static = s_end - s_begin;
   unsigned long long t_start = 0;
   if (threadIdx.x == 0) {
     t_start = global_ns();
     if (blockIdx.x == 0) p.counters[p.parity ^ 1] = 0;  // the next launch's counter
     for (int k = 0; k < kQueue; ++k) queue_seq[k] = -1;
-    queue_id[0] = blockIdx.x;
-    queue_seq[0] = 0;
-    if (dynamic && p.claim_ahead > 0) {
+    if (first_chunk_fixed) {
+      queue_id[0] = blockIdx.x;
+      queue_seq[0] = 0;
+    }
+    if (first_chunk_fixed && p.claim_ahead > 0) {
       const int first = blocks + static_cast<int>(atomicAdd(&p.counters[p.parity], p.claim_ahead));
       for (int d = 1; d <= p.claim_ahead; ++d) {
         queue_id[d] = first + d - 1;
         queue_seq[d] = d;
       }
     }
-    queue_next = 1 + (dynamic ? p.claim_ahead : 0);
+    queue_next = first_chunk_fixed ? 1 + p.claim_ahead : 0;
   }
   if (lane == 0) {
     for (int r = 0; r < kRingSteps * kRunsPerStep; ++r)
@@ -109,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
     volatile int* ids = queue_id;
     const int claim = k + p.claim_ahead;
     if (seq[claim % kQueue] != claim && atomicCAS(&queue_next, claim, claim + 1) == claim) {
-      ids[claim % kQueue] = blocks + static_cast<int>(atomicAdd(&p.counters[p.parity], 1u));
+      ids[claim % kQueue] = claim_base + static_cast<int>(atomicAdd(&p.counters[p.parity], 1u));
       __threadfence_block();
       seq[claim % kQueue] = claim;
     }
@@ -120,10 +140,12 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
   };
   // The block's i-th step (lane 0's answer), or -1 past its last.
   auto step_at = [&](int i) {
-    if (!dynamic) return s_begin + i < s_end ? s_begin + i : -1;
-    const int id = chunk_id(i / Q);
-    const int s = static_cast<int>(static_cast<long long>(id) * p.stride % n_chunks) * Q + i % Q;
-    return id < n_chunks && s < p.total_steps ? s : -1;
+    if (i < n_static) return s_begin + i;
+    if (!dynamic) return -1;
+    const int j = i - n_static;
+    const int id = chunk_id(j / Q);
+    const int s = static_cast<int>(static_cast<long long>(id) * p.stride % n_chunks) * Q + j % Q;
+    return id < n_chunks && s < tail_steps ? static_steps + s : -1;
   };
   const uint64_t policy = evict_first_policy();
   const uint32_t ring = shared_address(smem) + warp * kWarpRingBytes;
@@ -170,9 +192,12 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
     __syncwarp();  // every lane's reads of the slot before its refill
     if (lane == 0 && s_fill >= 0) fill(slot, s_fill);
     // A chunk's (or the static block's) sums leave at its end.
-    const bool chunk_ends = dynamic ? (i % Q == Q - 1 || s_next < 0) : s_next < 0;
+    const bool in_run = i < n_static;
+    const bool chunk_ends =
+        s_next < 0 || (in_run ? i == n_static - 1 : (i - n_static) % Q == Q - 1);
     if (chunk_ends) {
-      const int part = dynamic ? s_cur / Q : blockIdx.x;  // the chunk, wherever it ran
+      // the block's run, or the chunk wherever it ran
+      const int part = in_run ? blockIdx.x : (s_cur - static_steps) / Q;
       p.out[(static_cast<long long>(part) * kWarps + warp) * 32 + lane] = acc;
       acc = 0;
     }
@@ -209,19 +234,24 @@ void run_shape(int K, int N, int sms) {
   cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   std::printf("%d x %d: %d steps, %.1f MB, %d blocks\n", K, N, total_steps, bytes / 1e6, blocks);
   // Q, D, spread: chunks claimed together lie P apart, P ~ chunks / blocks (as
-  // stream-K's blocks start), instead of side by side (P = 1).
-  const int modes[][3] = {{0, 0, 0}, {4, 0, 0}, {1, 0, 1}, {2, 0, 1}, {4, 0, 1}, {2, 1, 1},
-                          {4, 1, 1}};
+  // stream-K's blocks start), instead of side by side (P = 1); F: the percent of
+  // the steps handed out statically first (hybrid; 0: all dynamic). Session 30 ran
+  // {0,0,0,0}, {4,0,0,0}, {1,0,1,0}, {2,0,1,0}, {4,0,1,0}, {2,1,1,0}, {4,1,1,0}.
+  const int modes[][4] = {{0, 0, 0, 0}, {4, 0, 0, 0}, {2, 0, 0, 85}, {4, 0, 0, 85},
+                          {4, 0, 0, 70}, {2, 0, 0, 92}, {1, 0, 0, 92}};
   for (const auto& mode : modes) {
     const int Q = mode[0], D = mode[1];
+    const int static_steps =
+        Q > 0 ? static_cast<int>(static_cast<long long>(total_steps) * mode[3] / 100) : total_steps;
     int P = 1;
     if (Q > 0 && mode[2]) {
-      const int chunks = (total_steps + Q - 1) / Q;
+      const int chunks = (total_steps - static_steps + Q - 1) / Q;
       auto gcd = [](int a, int b) { while (b) { const int t = a % b; a = b; b = t; } return a; };
       for (P = std::max(1, chunks / blocks); gcd(P, chunks) != 1; ++P) {
       }
     }
-    Params p{codes, k_steps, total_steps, Q, D, P, counters, 0, out, block_ns};
+    Params p{codes, k_steps, total_steps, Q, Q > 0 ? static_steps : 0, D, P, counters, 0, out,
+             block_ns};
     int parity = 0;
     auto launch = [&] {
       p.parity = parity;
@@ -241,9 +271,9 @@ void run_shape(int K, int N, int sms) {
     for (int b = 0; b < blocks; ++b) ends.push_back((ns[2 * b + 1] - t0) * 1e-3);
     std::sort(ends.begin(), ends.end());
     const cudaError_t err = cudaDeviceSynchronize();
-    std::printf("  %-8s Q=%d D=%d P=%-2d %7.2f us (median; best %.2f, %.2f TB/s)  block ends: min %.2f "
+    std::printf("  %-8s F=%-3d Q=%d D=%d P=%-2d %7.2f us (median; best %.2f, %.2f TB/s)  block ends: min %.2f "
                 "median %.2f p90 %.2f max %.2f us  %s\n",
-                Q ? "dynamic" : "static", Q, D, P, times[times.size() / 2], times[0],
+                Q ? (mode[3] ? "hybrid" : "dynamic") : "static", Q ? mode[3] : 100, Q, D, P, times[times.size() / 2], times[0],
                 bytes / (times[times.size() / 2] * 1e-6) / 1e12, ends[0], ends[blocks / 2],
                 ends[blocks * 9 / 10], ends[blocks - 1],
                 err == cudaSuccess ? "ok" : cudaGetErrorString(err));
