@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import pathlib
 import re
+import warnings
 
 import jax
 
@@ -21,6 +23,24 @@ def _load(name):
 
 _cpu, _cpu_error = _load("_cpu")
 _cuda, _cuda_error = _load("_cuda")
+
+
+def source_checkout() -> str | None:
+    """The source checkout this package was imported from, where no compiled module is
+    beside it (``python -m jax_marlin.bench`` run in the checkout: the current directory
+    comes first on ``sys.path`` and shadows the installed package); else None."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    if _cpu is None and _cuda is None and (root / "CMakeLists.txt").is_file() \
+            and (root / "pyproject.toml").is_file():
+        return str(root)
+    return None
+
+
+if source_checkout() is not None:
+    warnings.warn(
+        f"jax_marlin was imported from its source checkout ({source_checkout()}), which holds "
+        "no compiled FFI module, so every call takes the XLA fallback; to use the installed "
+        "package (pip install .), run from another directory", RuntimeWarning, stacklevel=2)
 
 for _module, _platform in ((_cpu, "cpu"), (_cuda, "CUDA")):
     if _module is not None:

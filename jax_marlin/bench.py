@@ -99,7 +99,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jax_marlin as jm  # noqa: E402
-from jax_marlin import _format  # noqa: E402
+from jax_marlin import _ffi, _format  # noqa: E402
 
 DEFAULT_SHAPES = "4096x4096,4096x14336,14336x4096,8192x28672,28672x8192"
 DEFAULT_MS = "1,2,4,8,16,32,64,128,256,1024,4096"
@@ -1072,6 +1072,10 @@ def main(argv=None):
                     min_pass_gemms=args.min_pass_gemms)
     log(f"jax_marlin bench on {device.device_kind} ({device.platform}), jax {jax.__version__}, "
         f"build {jm.build_info()}")
+    if device.platform == "gpu" and not jm.build_info()["cuda"]:
+        log("WARNING: no CUDA module is loaded, so the jax_marlin rows time the XLA fallback"
+            + (f" (imported from the source checkout {_ffi.source_checkout()}: run from "
+               "another directory)" if _ffi.source_checkout() else ""))
     log(f"L2 {l2_note}: rotating > {4 * l2 / 2**20:.0f} MiB of weights per impl; "
         f"{timing.repeats} repeats x 2 runs; >= {timing.min_gemms} GEMMs per call; "
         f"XLA_PYTHON_CLIENT_PREALLOCATE={os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE')}")

@@ -1,8 +1,10 @@
 """What the build says about itself, checked against what actually runs."""
 
+import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +26,31 @@ def test_the_compiled_cpu_module_is_what_runs():
         jm.prepare(np.zeros((8, 2, 16), np.uint8), np.ones((8, 2), np.float32), K=64, N=8,
                    block_size=32)).lower(lowering_platforms=("cpu",)).as_text()
     assert _ffi.CPU_TARGET in text
+
+
+def test_an_import_from_the_source_checkout_warns_that_it_has_no_kernels(tmp_path):
+    """`python -m jax_marlin.bench` run in the checkout imports the source tree, which
+    has no compiled module, and would time the XLA fallback in silence (session 37's
+    call F did): the import says so. The installed package, imported from elsewhere by
+    the same interpreter, says nothing."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    source = root / "jax_marlin"
+    if any(source.glob("_cpu*")) or any(source.glob("_cuda*")):
+        pytest.skip("this checkout has compiled modules beside its sources (an in-place build)")
+    code = "import jax_marlin; print(jax_marlin.__file__)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    here = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert here.returncode == 0, here.stderr
+    assert pathlib.Path(here.stdout.strip()).parent == source
+    assert "imported from its source checkout" in here.stderr
+    assert str(root) in here.stderr
+    elsewhere = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=300)
+    if elsewhere.returncode != 0:
+        pytest.skip("jax_marlin is not installed in this interpreter")
+    assert pathlib.Path(elsewhere.stdout.strip()).parent != source
+    assert "source checkout" not in elsewhere.stderr
 
 
 def test_build_info_reports_the_ffi_headers_and_cuda():
