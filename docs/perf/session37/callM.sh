@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared for session 38 (not run): the next GEMM's weights prefetched into the L2 (session
+# Session 37, call M, run reduced (one round; 1 x 4096 x 4096, 1 x 4096 x 14336 and
+# 16 x 4096 x 4096; no 8 MB run: the device time was spent), output callM/; it lost at
+# every shape (NOTES). The next GEMM's weights prefetched into the L2 (session
 # 37 call K: at 4096 x 4096, M = 1, the kernel's loop is a wait for 8.4 MB requested at entry,
 # ~2.5 TB/s over ~3.4 us, and each call leaves DRAM idle through its epilogue and the next
 # launch, ~1.5-2 us of ~5.8). wip/l2_prefetch.patch (-DJAX_MARLIN_STREAM_L2_PREFETCH=1,
@@ -11,7 +13,7 @@
 # shares the bandwidth: call J); 16 x 4096 x 4096 -0.3 to -1. A loss where the prefetched
 # bytes are evicted before use (the probe's rotation has no other kernel between calls;
 # a model's attention would sit between).
-#   run(command="bash docs/perf/session37/callM_prepared.sh", carry=[".ffi"])  (~4 minutes)
+#   run(command="bash docs/perf/session37/callM.sh", carry=[".ffi"])  (~4 minutes)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 rm -rf .variants && mkdir -p .variants/main .variants/pf
