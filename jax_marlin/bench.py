@@ -151,11 +151,12 @@ class Timing:
 
         A one-pass call also carries the call's fixed cost (dispatch, the loop's launch,
         the host sync: ~0.65 ms at 8192 x 28672, M = 1 on the H200, session 37), so sizing
-        from it alone left the fast GEMMs' calls short of ``min_call_s``: 7.7 ms for
-        jax_marlin against 17.5 for dense in session 32's table, the fixed cost charged at
-        3.4 us a GEMM to the one and 3.4 to the other at a third of its GEMMs. Where the
-        sized call still falls short, the passes are sized again from the time a pass
-        adds, the difference of the two calls, in which the fixed cost cancels.
+        from it alone left the fast GEMMs' calls short of ``min_call_s`` (session 31's
+        table at 8192 x 28672, M = 1: 7.7 ms for jax_marlin's 193 GEMMs, charged ~3.4 us
+        each of it, and 17.5 ms for dense's 161, ~4.0 us each). Where the sized call still
+        falls short, the passes are sized again from the time a pass adds, the difference
+        of the two calls, in which the fixed cost cancels; no more than ``max_call_s``
+        allows at the sized call's own rate, so a noisy first call cannot blow it up.
         """
         one = call_s(1)
         passes = self.passes(copies, one)
@@ -165,7 +166,8 @@ class Timing:
         per_pass = (wall - one) / (passes - 1)
         if wall >= self.min_call_s or per_pass <= 0:
             return passes
-        return max(passes, self.passes(copies, per_pass))
+        ceiling = max(passes, int(passes * self.max_call_s / wall))
+        return max(passes, min(self.passes(copies, per_pass), ceiling))
 
 
 class Deadline:
@@ -408,6 +410,13 @@ def call_times_s(call, repeats: int) -> list[tuple[float, float]]:
     return times
 
 
+def timed_call_s(call) -> float:
+    """Wall time of one call until its results are ready, in s."""
+    start = time.perf_counter()
+    jax.block_until_ready(call())
+    return time.perf_counter() - start
+
+
 def median_call_s(call, repeats: int) -> float:
     return statistics.median(wall for _, wall in call_times_s(call, repeats))
 
@@ -430,11 +439,9 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     y0, total = jax.block_until_ready(loop(x, weights, 1))  # compile + first run
     compile_s = time.perf_counter() - start
 
-    def call_s(passes):
+    def call_s(passes):  # the shorter of two warm calls, against a one-off hiccup
         jax.block_until_ready(loop(x, weights, passes))  # compiles a new trip count
-        start = time.perf_counter()
-        jax.block_until_ready(loop(x, weights, passes))
-        return time.perf_counter() - start
+        return min(timed_call_s(lambda: loop(x, weights, passes)) for _ in range(2))
 
     passes = timing.sized_passes(copies, call_s)
     gemms = 1 + passes * copies
@@ -454,11 +461,8 @@ def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     compile_s = time.perf_counter() - start
 
     def call_s(passes):
-        start = time.perf_counter()
-        for _ in range(passes):
-            out = one_pass(x, weights)
-        jax.block_until_ready(out)
-        return time.perf_counter() - start
+        return min(timed_call_s(lambda: [one_pass(x, weights) for _ in range(passes)][-1])
+                   for _ in range(2))
 
     passes = timing.sized_passes(copies, call_s)
 

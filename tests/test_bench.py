@@ -118,6 +118,9 @@ def test_timing_rules():
     assert timing.passes(4, 1e-5) == 200  # 2 ms per call from 10 us passes
     assert timing.passes(4, 1e-3) == 16  # 64 GEMMs
     assert timing.passes(2, 0.2) == 1  # long GEMMs: capped by the call time
+    assert bench.block_size_for(14336, -1) == 16384
+    assert bench.quantized_bytes(8192, 28672, 128) == pytest.approx(
+        8192 * 28672 * (0.5 + 2 / 128 + 0.5 / 128))
 
 
 def test_sized_passes_reach_the_minimum_call_despite_a_fixed_cost():
@@ -148,9 +151,10 @@ def test_sized_passes_reach_the_minimum_call_despite_a_fixed_cost():
     assert calls == [1]
     # a noisy second call (shorter than the first) keeps the first sizing
     assert timing.sized_passes(16, lambda p: 5e-3 if p == 1 else 4e-3) == 4
-    assert bench.block_size_for(14336, -1) == 16384
-    assert bench.quantized_bytes(8192, 28672, 128) == pytest.approx(
-        8192 * 28672 * (0.5 + 2 / 128 + 0.5 / 128))
+    # a pass that seems to add almost nothing (a slow first call) sizes no call past
+    # max_call_s at the second call's measured rate
+    passes = timing.sized_passes(16, lambda p: 5.0e-3 if p == 1 else 5.01e-3)
+    assert passes * 5.01e-3 / 4 <= timing.max_call_s
 
 
 def test_quick_and_default_settings():

@@ -196,8 +196,9 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
     const bool chunk_ends =
         s_next < 0 || (in_run ? i == n_static - 1 : (i - n_static) % Q == Q - 1);
     if (chunk_ends) {
-      // the block's run, or the chunk wherever it ran
-      const int part = in_run ? blockIdx.x : (s_cur - static_steps) / Q;
+      // the block's run, or the chunk wherever it ran (after the runs' slots)
+      const int part = in_run ? blockIdx.x : (dynamic && static_steps > 0 ? blocks : 0) +
+                                                 (s_cur - static_steps) / Q;
       p.out[(static_cast<long long>(part) * kWarps + warp) * 32 + lane] = acc;
       acc = 0;
     }
@@ -227,7 +228,8 @@ void run_shape(int K, int N, int sms) {
   cudaMalloc(&counters, 2 * sizeof(unsigned));
   cudaMemset(counters, 0, 2 * sizeof(unsigned));
   unsigned* out;
-  cudaMalloc(&out, static_cast<size_t>(total_steps) * kWarps * 32 * sizeof(unsigned));
+  // a slot a chunk (at most total_steps) after a slot a block's run (hybrid)
+  cudaMalloc(&out, static_cast<size_t>(total_steps + blocks) * kWarps * 32 * sizeof(unsigned));
   unsigned long long* block_ns;
   cudaMalloc(&block_ns, 2 * blocks * sizeof(unsigned long long));
   const int smem = kWarps * kWarpRingBytes;
@@ -241,6 +243,11 @@ void run_shape(int K, int N, int sms) {
                           {4, 0, 0, 70}, {2, 0, 0, 92}, {1, 0, 0, 92}};
   for (const auto& mode : modes) {
     const int Q = mode[0], D = mode[1];
+    if (Q > 0 && mode[3] > 0 && D > 0) {  // chunk_id claims chunk 0 itself only with D = 0
+      std::printf("  hybrid F=%d Q=%d D=%d: not supported (the hybrid claims with D = 0)\n",
+                  mode[3], Q, D);
+      continue;
+    }
     const int static_steps =
         Q > 0 ? static_cast<int>(static_cast<long long>(total_steps) * mode[3] / 100) : total_steps;
     int P = 1;
