@@ -22,7 +22,7 @@ timeout 120 python3 -m jax_marlin.bench --shapes 8192x28672 --ms 1,16 --dtypes f
   --groups 32,-1 --impls dense,jax_marlin --no-repack --no-layer-stack \
   --csv "$OUT/bench_groups.csv" > "$OUT/bench_groups.log" 2>&1
 echo "bench groups rc=$?"
-grep -h "'cuda': True" "$OUT/bench.log" | head -1 | cut -c1-120
+grep -q "'cuda': True" "$OUT/bench.log" || { echo "the bench ran without the CUDA module"; exit 1; }
 grep -hE "^ +[0-9]+ +[0-9]+ +[0-9]+ " "$OUT/bench.log" "$OUT/bench_groups.log"
 # Where the bench's extra time at 4096 x 4096, M = 2 goes: the bench read 7.71 us against
 # 6.83 at M = 1 (session 37 calls I and G), where the kernel in CUDA graphs takes 6.04
