@@ -12,9 +12,9 @@
 # 4096 x 4096 in call K) and the epilogue, the loop at 3.5-4 TB/s; another grid wins by
 # >= 5% on at most one shape (the planner's rules were tuned in sessions 14-16; session 13
 # call 2 read 1 x 4096 x 4096 at 9.53 us with C = 4, 256 blocks, against 6.36 with C = 2).
-# Call K's timeline at 4096 x 4096 put ~0.93 us in each of a warp's two steps after its
-# data landed: one block an SM (8 warps) runs a step's ~900 instructions a warp at ~2
-# warps a scheduler, so the step's issue, not DRAM, may bound the loop once bytes flow.
+# Call K's timeline at 4096 x 4096 put ~0.93 us in each of a warp's two steps, twice the
+# ~0.45 us that a step's 446 instructions (its SASS) take at full issue with 2 warps a
+# scheduler: the step's dependency chains, not DRAM, may bound the loop once bytes flow.
 #   run(command="bash docs/perf/session37/callN_prepared.sh", carry=[".ffi"])  (~4 minutes)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
