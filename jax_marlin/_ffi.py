@@ -36,9 +36,9 @@ def source_checkout() -> str | None:
     return None
 
 
-if source_checkout() is not None:
+if (_checkout := source_checkout()) is not None:
     warnings.warn(
-        f"jax_marlin was imported from its source checkout ({source_checkout()}), which holds "
+        f"jax_marlin was imported from its source checkout ({_checkout}), which holds "
         "no compiled FFI module, so every call takes the XLA fallback; to use the installed "
         "package (pip install .), run from another directory", RuntimeWarning, stacklevel=2)
 

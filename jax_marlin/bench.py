@@ -410,13 +410,6 @@ def call_times_s(call, repeats: int) -> list[tuple[float, float]]:
     return times
 
 
-def timed_call_s(call) -> float:
-    """Wall time of one call until its results are ready, in s."""
-    start = time.perf_counter()
-    jax.block_until_ready(call())
-    return time.perf_counter() - start
-
-
 def median_call_s(call, repeats: int) -> float:
     return statistics.median(wall for _, wall in call_times_s(call, repeats))
 
@@ -441,7 +434,7 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
 
     def call_s(passes):  # the shorter of two warm calls, against a one-off hiccup
         jax.block_until_ready(loop(x, weights, passes))  # compiles a new trip count
-        return min(timed_call_s(lambda: loop(x, weights, passes)) for _ in range(2))
+        return min(wall for _, wall in call_times_s(lambda: loop(x, weights, passes), 2))
 
     passes = timing.sized_passes(copies, call_s)
     gemms = 1 + passes * copies
@@ -461,8 +454,8 @@ def measure_jax_pass(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     compile_s = time.perf_counter() - start
 
     def call_s(passes):
-        return min(timed_call_s(lambda: [one_pass(x, weights) for _ in range(passes)][-1])
-                   for _ in range(2))
+        return min(wall for _, wall in call_times_s(
+            lambda: [one_pass(x, weights) for _ in range(passes)][-1], 2))
 
     passes = timing.sized_passes(copies, call_s)
 
@@ -1076,10 +1069,11 @@ def main(argv=None):
                     min_pass_gemms=args.min_pass_gemms)
     log(f"jax_marlin bench on {device.device_kind} ({device.platform}), jax {jax.__version__}, "
         f"build {jm.build_info()}")
-    if device.platform == "gpu" and not jm.build_info()["cuda"]:
+    if device.platform == "gpu" and not _ffi.has_cuda_kernel():
+        checkout = _ffi.source_checkout()
         log("WARNING: no CUDA module is loaded, so the jax_marlin rows time the XLA fallback"
-            + (f" (imported from the source checkout {_ffi.source_checkout()}: run from "
-               "another directory)" if _ffi.source_checkout() else ""))
+            + (f" (imported from the source checkout {checkout}: run from another directory)"
+               if checkout else ""))
     log(f"L2 {l2_note}: rotating > {4 * l2 / 2**20:.0f} MiB of weights per impl; "
         f"{timing.repeats} repeats x 2 runs; >= {timing.min_gemms} GEMMs per call; "
         f"XLA_PYTHON_CLIENT_PREALLOCATE={os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE')}")

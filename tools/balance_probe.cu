@@ -65,7 +65,7 @@ struct Params {
   int k_steps;      // steps a column group (K / 128)
   int total_steps;  // column groups x k_steps
   int chunk_steps;  // Q; 0: static
-  int static_steps; // hybrid: the steps handed out statically (the rest in chunks); 0: dynamic
+  int static_steps; // handed out statically, the rest in chunks: all (static), none (dynamic)
   int claim_ahead;  // D
   int stride;       // P: the c-th chunk claimed is chunk c P mod chunks (P coprime to it)
   unsigned* counters;  // two: this launch's (parity) and the next one's
@@ -84,14 +84,14 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
   const int blocks = gridDim.x;
   const bool dynamic = p.chunk_steps > 0;
   const int Q = dynamic ? p.chunk_steps : 1;
-  // Static: every step; dynamic: none; hybrid: the first static_steps.
-  const int static_steps = dynamic ? p.static_steps : p.total_steps;
+  const int static_steps = p.static_steps;
   const int tail_steps = p.total_steps - static_steps;
   const int n_chunks = dynamic ? (tail_steps + Q - 1) / Q : 0;
   // Dynamic alone: block b's first chunk is b, the counter's claims follow the blocks';
   // hybrid: every chunk from the counter, so the blocks done first take the tail.
   const bool first_chunk_fixed = dynamic && static_steps == 0;
   const int claim_base = first_chunk_fixed ? blocks : 0;
+  const int chunk_slot_base = first_chunk_fixed ? 0 : blocks;  // hybrid: after the runs' slots
   const int s_begin = static_cast<int>(static_cast<long long>(blockIdx.x) * static_steps / blocks);
   const int s_end =
       static_cast<int>(static_cast<long long>(blockIdx.x + 1) * static_steps / blocks);
@@ -197,8 +197,7 @@ __global__ void __launch_bounds__(kThreads, 2) stream_kernel(const Params p) {
         s_next < 0 || (in_run ? i == n_static - 1 : (i - n_static) % Q == Q - 1);
     if (chunk_ends) {
       // the block's run, or the chunk wherever it ran (after the runs' slots)
-      const int part = in_run ? blockIdx.x : (dynamic && static_steps > 0 ? blocks : 0) +
-                                                 (s_cur - static_steps) / Q;
+      const int part = in_run ? blockIdx.x : chunk_slot_base + (s_cur - static_steps) / Q;
       p.out[(static_cast<long long>(part) * kWarps + warp) * 32 + lane] = acc;
       acc = 0;
     }
@@ -257,8 +256,7 @@ void run_shape(int K, int N, int sms) {
       for (P = std::max(1, chunks / blocks); gcd(P, chunks) != 1; ++P) {
       }
     }
-    Params p{codes, k_steps, total_steps, Q, Q > 0 ? static_steps : 0, D, P, counters, 0, out,
-             block_ns};
+    Params p{codes, k_steps, total_steps, Q, static_steps, D, P, counters, 0, out, block_ns};
     int parity = 0;
     auto launch = [&] {
       p.parity = parity;
@@ -278,9 +276,10 @@ void run_shape(int K, int N, int sms) {
     for (int b = 0; b < blocks; ++b) ends.push_back((ns[2 * b + 1] - t0) * 1e-3);
     std::sort(ends.begin(), ends.end());
     const cudaError_t err = cudaDeviceSynchronize();
-    std::printf("  %-8s F=%-3d Q=%d D=%d P=%-2d %7.2f us (median; best %.2f, %.2f TB/s)  block ends: min %.2f "
-                "median %.2f p90 %.2f max %.2f us  %s\n",
-                Q ? (mode[3] ? "hybrid" : "dynamic") : "static", Q ? mode[3] : 100, Q, D, P, times[times.size() / 2], times[0],
+    std::printf("  %-8s F=%-3d Q=%d D=%d P=%-2d %7.2f us (median; best %.2f, %.2f TB/s)  block "
+                "ends: min %.2f median %.2f p90 %.2f max %.2f us  %s\n",
+                Q ? (mode[3] ? "hybrid" : "dynamic") : "static", Q ? mode[3] : 100, Q, D, P,
+                times[times.size() / 2], times[0],
                 bytes / (times[times.size() / 2] * 1e-6) / 1e12, ends[0], ends[blocks / 2],
                 ends[blocks * 9 / 10], ends[blocks - 1],
                 err == cudaSuccess ? "ok" : cudaGetErrorString(err));
