@@ -70,6 +70,20 @@
 #ifndef JAX_MARLIN_STREAM_REDUCE_PDL
 #define JAX_MARLIN_STREAM_REDUCE_PDL 1
 #endif
+// In the tile split's 16-row kernels (M = 9-16) each warp stages the A of its own steps
+// and computes their sums, waiting for nothing but its own copies (a warp-wide sync),
+// where the block stages all of A and sums it between two block barriers: at M = 16 the
+// whole block waited for 16 rows of A and a block-wide sums pass before any warp's first
+// step. Session 38 call R (CUDA graphs, us): 9 / 12 / 16 x 4096 x 4096 8.57 -> 7.83,
+// 9.05 -> 8.20, 9.15 -> 8.71; 12 / 16 x 4096 x 6144 12.54 -> 11.38, 13.56 -> 12.10;
+// 9 x 14336 x 4096 16.98 -> 15.87. In the 8-row kernels per warp lost where K is long
+// (calls O-P: 1 x 14336 x 4096 11.34 -> 12.09, warp 0's A landing 0.7 us later,
+// unexplained; 4 x 14336 x 4096 13.44 -> 13.60) and won 4% at 8 x 4096 x 4096. Choosing
+// by M at run time instead of by the instance cost 2-6% at every M (call Q: the staging
+// loops' stride no longer a constant), so the instance decides. 0 turns it off.
+#ifndef JAX_MARLIN_STREAM_WARP_A
+#define JAX_MARLIN_STREAM_WARP_A 1
+#endif
 
 namespace jax_marlin {
 namespace {
@@ -332,10 +346,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Copies `count` of the block's steps from its step `first` to staged steps
   // `slot` .. slot + count - 1 (asynchronously; the caller commits).
   const T* __restrict__ a = static_cast<const T*>(p.a);
+  // kWarpA: the tile split's warps stage and sum their own steps (JAX_MARLIN_STREAM_WARP_A).
+  constexpr bool kWarpA = kTileSplit && kMT == 2 && JAX_MARLIN_STREAM_WARP_A;
+  const int staging_thread = kWarpA ? lane : static_cast<int>(threadIdx.x);
+  constexpr int kStagingThreads = kWarpA ? 32 : kStreamThreads;
   auto stage_a = [&](int first, int count, int slot) {
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
-    for (int c = threadIdx.x; c < count * chunks_per_step; c += kStreamThreads) {
+    for (int c = staging_thread; c < count * chunks_per_step; c += kStagingThreads) {
       const int i = c / chunks_per_step;
       const int row = (c / kChunksPerRow) % rows;
       const int chunk = c % kChunksPerRow;
@@ -349,7 +367,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   {
     for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
       *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
-    stage_a(0, a_slot_steps, 0);  // phases 0 and 1
+    if constexpr (kWarpA) {
+      // this warp's steps, at their places among the block's (a_step below)
+      stage_a(s_begin - stage_begin, n_steps, s_begin - stage_begin);
+    } else {
+      stage_a(0, a_slot_steps, 0);  // phases 0 and 1
+    }
     cp_async_commit();
   }
 
@@ -772,15 +795,23 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
 
   // A is the oldest group: once at most the ring's later groups are pending,
-  // this thread's A chunks have landed; the barrier makes everyone's visible.
+  // this thread's A chunks have landed; the barrier makes everyone's visible
+  // (kWarpA: the warp's own, to the warp; the block barrier before the wait, which
+  // waits for no copy, publishes the zero row that every warp's rows >= M read, after
+  // every warp's weight requests have gone out).
+  if constexpr (kWarpA) __syncthreads();
   if constexpr (kBulkRing)
     cp_async_wait<kRingSteps>();  // A, then one words group per step
   else
     cp_async_wait<kRingUnits>();
-  __syncthreads();
+  if constexpr (kWarpA)
+    __syncwarp();  // the warp's own A: its lanes' copies, visible to the warp
+  else
+    __syncthreads();
   timeline_mark(kMarkAStaged);
   // Each group's sums of activations per row (X and S above), in fp32, once
-  // per block and phase (the block's warps share its staged k-steps): a thread per
+  // per block and phase (the block's warps share its staged k-steps; kWarpA: each
+  // warp its own steps, a lane per item): a thread per
   // (step, group, row), reading its kSlotK elements 16 bytes at a time, k =
   // 0..7 and 8..15 of every 16 (the even and the odd chunks) in two chains of
   // adds of four pair sums each. One element at a time, 128 dependent adds
@@ -793,7 +824,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   auto compute_sums = [&](int slot, int count) {
     constexpr int kSlotK = kStepK / kGroupsPerStep;
     const int n_items = count * kGroupsPerStep * rows;
-    for (int item = threadIdx.x; item < n_items; item += kStreamThreads) {
+    for (int item = staging_thread; item < n_items; item += kStagingThreads) {
       const int row = item % rows;
       const int group_slot = (item / rows) % kGroupsPerStep;
       const int i = item / (rows * kGroupsPerStep);
@@ -821,7 +852,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       sums[1] = low_k + high_k;                                        // S
     }
   };
-  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
+  if constexpr (kWarpA) {
+    if constexpr (!kPrescale) {
+      compute_sums(s_begin - stage_begin, n_steps);
+      __syncwarp();
+    }
+  } else if constexpr (!kPrescale) {  // (kPrescale folds nothing)
     compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
     __syncthreads();
   }
@@ -829,11 +865,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   int words_i = 0;  // i mod kWordsSteps
   // One step: i of the warp's steps, its A and sums staged at some index x
-  // (under kTileSplit the warps are at different steps; the block staged all
-  // of k): a_step = a_lane + x a_lane_step, step_sums = sums_base + x
-  // sums_step_bytes. The loops below advance both by a step's bytes instead
-  // of taking the products each step (6 instructions a step more in the
-  // GEMV's SASS, where ptxas also rebuilt a_lane from threadIdx each step).
+  // (under kTileSplit the warps are at different steps; all of the block's k is
+  // staged, by the block or, kWarpA, each warp its own steps): a_step = a_lane +
+  // x a_lane_step, step_sums = sums_base + x sums_step_bytes. The loops below
+  // advance both by a step's bytes instead of taking the products each step (6
+  // instructions a step more in the GEMV's SASS, where ptxas also rebuilt a_lane
+  // from threadIdx each step).
   auto run_step = [&](int i, uint32_t a_step, uint32_t step_sums) {
     // Step i's ring slot, and the parity of the phase its runs complete: a
     // run's barrier completes one phase per fill, the prologue's and then one

@@ -16,8 +16,9 @@ namespace jax_marlin {
 // alike; a stream-K block's flushes happen inside its loop).
 enum StreamMark : int {
   kMarkEntry = 0,   // the block starts
-  kMarkAStaged,     // A landed and published (the first block barrier)
-  kMarkSums,        // A's group sums published (the second barrier)
+  kMarkAStaged,     // A landed and published (the first block barrier; where the tile
+                    // split stages A per warp, M = 9-16: warp 0's own A)
+  kMarkSums,        // A's group sums published (the second barrier; A per warp: warp 0's)
   kMarkFirstStep,   // warp 0 finished its first step
   kMarkLoopEnd,     // warp 0 left its step loop, its copies landed
   kMarkExit,        // the block's last instruction (after the tile split's epilogue)

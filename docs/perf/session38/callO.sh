@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared for session 38 (not run): each warp stages and sums its own A under the tile split
+# Session 38 call O (session 37's callO_prepared.sh, run as written; results in callO/ and
+# callP.sh's header; the kernel that landed is call R's): each warp stages and sums its own A under the tile split
 # (wip/warp_a.patch, -DJAX_MARLIN_STREAM_WARP_A, on by default in the patch; compiled for
 # sm_90a and sm_80, the same registers and spills as main in every instance). Call K's marks
 # at 4096 x 4096, M = 1: A staged 1.34 us, sums 1.73, then two steps of ~0.93 us of issue
@@ -10,7 +11,7 @@
 # 4096 7.28 -> 6.5-6.9 (A's staging and sums grow with M: 2.30 / 3.07 us there);
 # 16 x 4096 x 4096 9.2 -> 8.5-9.0; stream-K shapes (8192 x 28672) unchanged (not tile split).
 # Then the GPU tests with the patch applied (every tile-split path is in them).
-#   run(command="bash docs/perf/session37/callO_prepared.sh", carry=[".ffi"])  (~7 minutes)
+#   run(command="bash docs/perf/session38/callO.sh", carry=[".ffi"])  (~7 minutes)
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 rm -rf .variants && mkdir -p .variants/main .variants/wa
