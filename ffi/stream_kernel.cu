@@ -79,8 +79,10 @@
 // 9 x 14336 x 4096 16.98 -> 15.87. In the 8-row kernels per warp lost where K is long
 // (calls O-P: 1 x 14336 x 4096 11.34 -> 12.09, warp 0's A landing 0.7 us later,
 // unexplained; 4 x 14336 x 4096 13.44 -> 13.60) and won 4% at 8 x 4096 x 4096. Choosing
-// by M at run time instead of by the instance cost 2-6% at every M (call Q: the staging
-// loops' stride no longer a constant), so the instance decides. 0 turns it off.
+// by M at run time instead of by the instance made every tile-split shape slower, by up to
+// 15% (call Q, where the only change in the code was the staging loops' stride, no longer
+// a constant), so the instance decides.
+// 0 turns it off.
 #ifndef JAX_MARLIN_STREAM_WARP_A
 #define JAX_MARLIN_STREAM_WARP_A 1
 #endif

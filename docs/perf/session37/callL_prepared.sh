@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared for session 38 (not run): the rest of h200.csv at 20 ms calls (session 37's
+# Session 38 ran parts of this (session38/callS.sh: the groups; callT.sh: M = 256 and 512 on
+# 4096 x 4096 and 28672 x 8192); M = 128 and 2048 and the traces are still to run.
+# Prepared for session 38: the rest of h200.csv at 20 ms calls (session 37's
 # sizing): M = 128, 512, 2048 on the three headline shapes (session 32's rows, 3-8 ms
 # calls where fast), fp16 and bf16, dense and jax_marlin; and groups 32 and per-channel at
 # M = 1 and 16 on 8192 x 28672 (issue 3: within 10% of group 128's figure).

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared for session 38 (not run): where the decode shapes' GEMVs lose bandwidth. Issue 4's
+# Session 38 ran this as the third part of session38/callP.sh (main and the per-warp A,
+# the `tl` timelines in its second part; results in NOTES "Where it stands (session 38)").
+# Prepared for session 38: where the decode shapes' GEMVs lose bandwidth. Issue 4's
 # 2.5x decode needs the 8B layer's GEMVs near 3x; in the bench 4096 x 14336 and 14336 x 4096
 # at M = 1 read 2.27x (session 37 call H), and in CUDA graphs 1 x 4096 x 14336 takes 12.5 us
 # for 29.4 MB (~2.35 TB/s; session 37 call M's `main`), where 8192 x 28672's main kernel
