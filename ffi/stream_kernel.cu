@@ -71,17 +71,18 @@
 #define JAX_MARLIN_STREAM_REDUCE_PDL 1
 #endif
 // In the tile split's 16-row kernels (M = 9-16) each warp stages the A of its own steps
-// and computes their sums, waiting for nothing but its own copies (a warp-wide sync),
-// where the block stages all of A and sums it between two block barriers: at M = 16 the
+// and computes their sums, then waits for its own copies only (a warp-wide sync, after one
+// block barrier that each warp reaches once its weight requests are out), where the block
+// stages all of A and sums it between two block barriers: at M = 16 the
 // whole block waited for 16 rows of A and a block-wide sums pass before any warp's first
 // step. Session 38 call R (CUDA graphs, us): 9 / 12 / 16 x 4096 x 4096 8.57 -> 7.83,
 // 9.05 -> 8.20, 9.15 -> 8.71; 12 / 16 x 4096 x 6144 12.54 -> 11.38, 13.56 -> 12.10;
 // 9 x 14336 x 4096 16.98 -> 15.87. In the 8-row kernels per warp lost where K is long
 // (calls O-P: 1 x 14336 x 4096 11.34 -> 12.09, warp 0's A landing 0.7 us later,
 // unexplained; 4 x 14336 x 4096 13.44 -> 13.60) and won 4% at 8 x 4096 x 4096. Choosing
-// by M at run time instead of by the instance made every tile-split shape slower, by up to
-// 15% (call Q, where the only change in the code was the staging loops' stride, no longer
-// a constant), so the instance decides.
+// by M at run time instead (call Q: per warp from M = 8, the staging loops' stride then a
+// variable) also slowed M = 1-4, where only that stride differed from main: 0.2-0.3% at
+// 4096 x 4096, 2-4.5% at K = 14336. So the instance decides.
 // 0 turns it off.
 #ifndef JAX_MARLIN_STREAM_WARP_A
 #define JAX_MARLIN_STREAM_WARP_A 1
@@ -348,7 +349,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Copies `count` of the block's steps from its step `first` to staged steps
   // `slot` .. slot + count - 1 (asynchronously; the caller commits).
   const T* __restrict__ a = static_cast<const T*>(p.a);
-  // kWarpA: the tile split's warps stage and sum their own steps (JAX_MARLIN_STREAM_WARP_A).
+  // kWarpA: the tile split's warps stage and sum their own steps, in the 16-row
+  // instances (JAX_MARLIN_STREAM_WARP_A).
   constexpr bool kWarpA = kTileSplit && kMT == 2 && JAX_MARLIN_STREAM_WARP_A;
   const int staging_thread = kWarpA ? lane : static_cast<int>(threadIdx.x);
   constexpr int kStagingThreads = kWarpA ? 32 : kStreamThreads;
@@ -672,11 +674,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // offsets, the zero point and the scale are applied once per group in fp32:
   //   sum_k a (c - zp) s = s (sum_k a (magic_k + c) - X - zp S),
   //   X = sum_k magic_k a,  S = sum_k a,
-  // with X and S per row and group computed once per block from the staged
-  // A. magic_k is 128 for bf16; for fp16 1024 at k = 0..7 and 64 at k = 8..15
-  // of every 16 (magic_codes_word). The loop is then 4 LOP3 + 3 SHF (bf16) or
-  // 4 LOP3 + 1 SHF (fp16) + HMMAs per code word, no half2 arithmetic; the
-  // price is the cancellation of X in fp32.
+  // with X and S per row and group computed once per block (kWarpA: by the warp
+  // that uses them) from the staged A. magic_k is 128 for bf16; for fp16 1024 at
+  // k = 0..7 and 64 at k = 8..15 of every 16 (magic_codes_word). The loop is then
+  // 4 LOP3 + 3 SHF (bf16) or 4 LOP3 + 1 SHF (fp16) + HMMAs per code word, no half2
+  // arithmetic; the price is the cancellation of X in fp32.
   constexpr bool kOneMagic = kMagicLowK<T> == kMagicHighK<T>;
   float part[4][kMT][4];  // sums of a (magic_k + c) since the last fold
   float a_sum[kMT][2];    // the same span's S, rows 2t + h + 8 mt
@@ -693,7 +695,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   };
   // Sums of A per (step, group slot, row), X then S, computed once per block
-  // below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
+  // (kWarpA: per warp) below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
   // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
   // argument is then unused: each row half has its own). step_sums: the
   // staged step's, sums_base + its index x sums_step_bytes. Every fold takes

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 38 call Q (rejected: per warp chosen at run time cost 2-6% at every M, see callR.sh):
+# Session 38 call Q (rejected: per warp chosen at run time was slower than main on every
+# tile-split shape, 0.2-15%; see NOTES "Where it stands (session 38)"):
 # the tile split's A per warp from M = 8 only (the working tree's ffi/ was cae4110's with
 # wip/warp_a_runtime.patch: JAX_MARLIN_STREAM_WARP_A_FROM_M = 8, a runtime switch on p.M), after calls O-P
 # read per-warp A as a win at M = 8-16 and a loss at M = 1-4 on K = 14336. `main` is HEAD.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 38 call R: the tile split's A per warp in the 16-row kernels only (M = 9-16; the
 # working tree's ffi/, kWarpA = kTileSplit && kMT == 2, an instance constant as in calls
-# O-P). Call Q's switch on M at run time cost 2-6% everywhere; calls O-P's per-warp A in
+# O-P). Call Q's switch on M at run time was slower than main on every
+# tile-split shape (0.2-15%); calls O-P's per-warp A in
 # every tile-split instance won at M = 8-16 on K = 4096 and lost at M = 1-4 on K = 14336.
 # `main` is HEAD. Predicted (us, CUDA graphs): M <= 8 as main (the same code);
 # 16 x 4096 x 4096 9.2 -> ~8.75, 16 x 4096 x 6144 13.4-13.7 -> ~11.9, 12 x 4096 x 4096
