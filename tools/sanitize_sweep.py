@@ -22,8 +22,10 @@ import numpy as np
 import jax_marlin as jm
 from jax_marlin import ops
 
+# (M, N, K). (12, 130, 4100): the tile split's 16-row kernels, whose warps stage their own
+# A, with ~2 of K's 33 steps a warp at C = 2 (at K <= 1000 a warp has at most one).
 SHAPES = [(1, 37, 72), (2, 130, 200), (3, 130, 200), (12, 130, 200), (12, 600, 1000),
-          (17, 200, 1000), (65, 520, 136), (130, 70, 4100),
+          (12, 130, 4100), (17, 200, 1000), (65, 520, 136), (130, 70, 4100),
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split
 
 
