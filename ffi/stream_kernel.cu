@@ -73,17 +73,16 @@
 // In the tile split's 16-row kernels (M = 9-16) each warp stages the A of its own steps
 // and computes their sums, then waits for its own copies only (a warp-wide sync, after one
 // block barrier that each warp reaches once its weight requests are out), where the block
-// stages all of A and sums it between two block barriers: at M = 16 the
-// whole block waited for 16 rows of A and a block-wide sums pass before any warp's first
-// step. Session 38 call R (CUDA graphs, us): 9 / 12 / 16 x 4096 x 4096 8.57 -> 7.83,
+// stages all of A and sums it between two block barriers: at M = 16 the whole block waited
+// for 16 rows of A and a block-wide sums pass before any warp's first step. Session 38
+// call R (CUDA graphs, us): 9 / 12 / 16 x 4096 x 4096 8.57 -> 7.83,
 // 9.05 -> 8.20, 9.15 -> 8.71; 12 / 16 x 4096 x 6144 12.54 -> 11.38, 13.56 -> 12.10;
 // 9 x 14336 x 4096 16.98 -> 15.87. In the 8-row kernels per warp lost where K is long
 // (calls O-P: 1 x 14336 x 4096 11.34 -> 12.09, warp 0's A landing 0.7 us later,
 // unexplained; 4 x 14336 x 4096 13.44 -> 13.60) and won 4% at 8 x 4096 x 4096. Choosing
 // by M at run time instead (call Q: per warp from M = 8, the staging loops' stride then a
 // variable) also slowed M = 1-4, where only that stride differed from main: 0.2-0.3% at
-// 4096 x 4096, 2-4.5% at K = 14336. So the instance decides.
-// 0 turns it off.
+// 4096 x 4096, 2-4.5% at K = 14336. So the instance decides. 0 turns it off.
 #ifndef JAX_MARLIN_STREAM_WARP_A
 #define JAX_MARLIN_STREAM_WARP_A 1
 #endif
@@ -352,6 +351,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // kWarpA: the tile split's warps stage and sum their own steps, in the 16-row
   // instances (JAX_MARLIN_STREAM_WARP_A).
   constexpr bool kWarpA = kTileSplit && kMT == 2 && JAX_MARLIN_STREAM_WARP_A;
+  const int own_first = s_begin - stage_begin;  // the warp's first step among the block's
   const int staging_thread = kWarpA ? lane : static_cast<int>(threadIdx.x);
   constexpr int kStagingThreads = kWarpA ? 32 : kStreamThreads;
   auto stage_a = [&](int first, int count, int slot) {
@@ -373,7 +373,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
     if constexpr (kWarpA) {
       // this warp's steps, at their places among the block's (a_step below)
-      stage_a(s_begin - stage_begin, n_steps, s_begin - stage_begin);
+      stage_a(own_first, n_steps, own_first);
     } else {
       stage_a(0, a_slot_steps, 0);  // phases 0 and 1
     }
@@ -695,9 +695,10 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   };
   // Sums of A per (step, group slot, row), X then S, computed once per block
-  // (kWarpA: per warp) below. The lane's accumulator rows are 2 t + h + 8 mt: rows of A, or with
-  // kGroupRows row (2 t + h) / G in the step's group (2 t + h) % G (the slot
-  // argument is then unused: each row half has its own). step_sums: the
+  // (kWarpA: per warp) below. The lane's accumulator rows are 2 t + h + 8 mt:
+  // rows of A, or with kGroupRows row (2 t + h) / G in the step's group
+  // (2 t + h) % G (the slot argument is then unused: each row half has its own).
+  // step_sums: the
   // staged step's, sums_base + its index x sums_step_bytes. Every fold takes
   // the sums of exactly one group slot, read just before it, so they are
   // set, not added to the cleared 0: adding to +0 changes nothing but a -0,
@@ -856,14 +857,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
       sums[1] = low_k + high_k;                                        // S
     }
   };
-  if constexpr (kWarpA) {
-    if constexpr (!kPrescale) {
-      compute_sums(s_begin - stage_begin, n_steps);
+  if constexpr (!kPrescale) {  // (kPrescale folds nothing)
+    if constexpr (kWarpA) {
+      compute_sums(own_first, n_steps);
       __syncwarp();
+    } else {
+      compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
+      __syncthreads();
     }
-  } else if constexpr (!kPrescale) {  // (kPrescale folds nothing)
-    compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
-    __syncthreads();
   }
   timeline_mark(kMarkSums);
 
