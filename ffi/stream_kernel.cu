@@ -205,12 +205,13 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     s_begin = stage_begin = first_step(blockIdx.x, p.total_steps, p.blocks);
     n_steps = n_stage = first_step(blockIdx.x + 1, p.total_steps, p.blocks) - s_begin;
   }
-  // kPhases (the 16-row stream-K instance the launcher takes where the plan
-  // stages A in phases, stream_plan.h's stream_a_phased): the block's step i
-  // is staged, with its sums, at i mod 2P (P = p.a_phase_steps), phase q
-  // (steps q P .. q P + P - 1) in the slot of P steps at 0 or P. Every other
-  // instance stages all of the block's steps at once.
-  static_assert(!kPhases || (!kTileSplit && kMT == 2), "phases: the 16-row stream-K kernels");
+  // kPhases (the 16-row instances the launcher takes where the plan stages A
+  // in phases, stream_plan.h's stream_a_phased): the block's step i is staged,
+  // with its sums, at i mod 2P (P = p.a_phase_steps), phase q (steps q P .. q P
+  // + P - 1) in the slot of P steps at 0 or P. Under the tile split each warp
+  // does this with its own steps, in its own 2P slots from warp x 2P. Every
+  // other instance stages all of the block's steps at once.
+  static_assert(!kPhases || kMT == 2, "phases: the 16-row kernels");
   static_assert(!kGroupCluster || (!kTileSplit && !kPhases), "group cluster: stream-K, A at once");
   // No copy where the step kRingSteps ahead does not exist (the warp's last
   // kRingSteps steps: at 4096 x 4096's 2 steps a warp, every refill), where
@@ -219,7 +220,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // split's four shapes. Not in the 16-row kernels with groups under 128,
   // which sit at the 128-register cap and spill already.
   constexpr bool kSkipEmptyRefill = kMT == 1 || kGroupUnits >= kStepUnits;
-  const int a_slot_steps = kPhases ? min(n_stage, 2 * p.a_phase_steps) : n_stage;  // A held
+  const int a_slot_steps = !kPhases   ? n_stage
+                           : kTileSplit ? kStreamWarps * 2 * p.a_phase_steps
+                                        : min(n_stage, 2 * p.a_phase_steps);  // A held
 
   const T* __restrict__ scales = static_cast<const T*>(p.scales);
   const uint32_t* __restrict__ zero_points = static_cast<const uint32_t*>(p.zero_points);
@@ -349,9 +352,12 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // `slot` .. slot + count - 1 (asynchronously; the caller commits).
   const T* __restrict__ a = static_cast<const T*>(p.a);
   // kWarpA: the tile split's warps stage and sum their own steps, in the 16-row
-  // instances (JAX_MARLIN_STREAM_WARP_A).
-  constexpr bool kWarpA = kTileSplit && kMT == 2 && JAX_MARLIN_STREAM_WARP_A;
+  // instances (JAX_MARLIN_STREAM_WARP_A; always where they stage in phases).
+  constexpr bool kWarpA = kTileSplit && kMT == 2 && (JAX_MARLIN_STREAM_WARP_A || kPhases);
   const int own_first = s_begin - stage_begin;  // the warp's first step among the block's
+  // Where the warp's steps are staged: at their places among the block's, or in
+  // phases in the warp's own two slots.
+  const int own_slots = kPhases && kTileSplit ? warp * 2 * p.a_phase_steps : own_first;
   const int staging_thread = kWarpA ? lane : static_cast<int>(threadIdx.x);
   constexpr int kStagingThreads = kWarpA ? 32 : kStreamThreads;
   auto stage_a = [&](int first, int count, int slot) {
@@ -372,8 +378,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     for (int c = threadIdx.x; c < kZeroRowBytes / 16; c += kStreamThreads)
       *reinterpret_cast<uint4*>(smem + kZeroRowOffset + 16 * c) = make_uint4(0, 0, 0, 0);
     if constexpr (kWarpA) {
-      // this warp's steps, at their places among the block's (a_step below)
-      stage_a(own_first, n_steps, own_first);
+      // this warp's steps (phases 0 and 1 of them), at own_slots (a_step below)
+      stage_a(own_first, kPhases ? min(n_steps, 2 * p.a_phase_steps) : n_steps, own_slots);
     } else {
       stage_a(0, a_slot_steps, 0);  // phases 0 and 1
     }
@@ -395,8 +401,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // before the first push: no block pushes before its peers' barriers are
   // initialized.
   const int sums_step_bytes = kPrescale ? 0 : kGroupsPerStep * rows * kSumsBytes;
+  const int a_held_steps = kPhases && kTileSplit ? a_slot_steps : p.a_phase_steps;
   const uint32_t inbox =
-      (a_base + p.a_phase_steps * (a_step_bytes + sums_step_bytes) + 15) & ~uint32_t{15};
+      (a_base + a_held_steps * (a_step_bytes + sums_step_bytes) + 15) & ~uint32_t{15};
   const uint32_t inbox_bar = smem_base + kBarrierOffset;
   // At M = 1 the inbox is set up after the code ring's first copies, so that
   // the weight requests leave earlier (nothing before the epilogue's cluster
@@ -859,7 +866,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   };
   if constexpr (!kPrescale) {  // (kPrescale folds nothing)
     if constexpr (kWarpA) {
-      compute_sums(own_first, n_steps);
+      compute_sums(own_slots, kPhases ? min(p.a_phase_steps, n_steps) : n_steps);
       __syncwarp();
     } else {
       compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
@@ -1051,15 +1058,26 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   if constexpr (kPhases) {
     // Phases of P steps, staged in the slot at 0 or P in turn (stream_plan.h).
     // The phase work runs between the phases' loops, so a phase's loop is the
-    // unphased kernel's step loop. At a phase's start every warp of the block
-    // is at the same step (in stream-K they share the block's steps):
-    // - each thread waits for its own copies of this phase's A: at least P >=
-    //   kRingSteps + 1 steps of commit groups came after them (one a step on
-    //   the bulk ring, kStepUnits on the cp.async ring, an idle warp's empty
-    //   ones included; the ring's own waits run only in warps with a unit);
-    // - after the barrier they are visible to all, and no warp reads the other
-    //   slot any more: the next phase's copy goes there;
-    // - this phase's sums, and a barrier before any warp reads them.
+    // unphased kernel's step loop. In stream-K the block's warps share its
+    // steps (n_steps = n_stage, own_first = own_slots = 0) and are at the same
+    // step at a phase's start; under the tile split each warp runs its own
+    // phases over its own steps and slots, so its syncs are warp-wide:
+    // - each thread waits for its own copies of this phase's A: at least
+    //   kRingSteps + 1 steps of commit groups came after them in stream-K (one a
+    //   step on the bulk ring, kStepUnits on the cp.async ring, an idle warp's
+    //   empty ones included; the ring's own waits run only in warps with a
+    //   unit), P >= kRingSteps steps of kStepUnits under the tile split, whose
+    //   cp.async wait leaves only the newest kRingUnits groups in flight;
+    // - after the barrier (the warp's sync) they are visible to all that read
+    //   them, and none reads the other slot any more: the next phase's copy
+    //   goes there;
+    // - this phase's sums, and a barrier before any of them is read.
+    auto phase_sync = [] {
+      if constexpr (kTileSplit)
+        __syncwarp();
+      else
+        __syncthreads();
+    };
     const int phase = p.a_phase_steps;
     for (int first = 0, a_slot = 0; first < n_steps; first += phase, a_slot = phase - a_slot) {
       if (first > 0) {
@@ -1067,19 +1085,20 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           cp_async_wait<kRingSteps>();
         else
           cp_async_wait<kRingUnits>();
-        __syncthreads();
-        if (first + phase < n_stage) {
-          stage_a(first + phase, min(phase, n_stage - first - phase), phase - a_slot);
+        phase_sync();
+        if (first + phase < n_steps) {
+          stage_a(own_first + first + phase, min(phase, n_steps - first - phase),
+                  own_slots + phase - a_slot);
           cp_async_commit();
         }
         if constexpr (!kPrescale) {
-          compute_sums(a_slot, min(phase, n_stage - first));
-          __syncthreads();
+          compute_sums(own_slots + a_slot, min(phase, n_steps - first));
+          phase_sync();
         }
       }
       const int end = min(first + phase, n_steps);
-      uint32_t a_step = a_lane + a_slot * a_lane_step;
-      uint32_t step_sums = sums_base + a_slot * sums_step_bytes;
+      uint32_t a_step = a_lane + (own_slots + a_slot) * a_lane_step;
+      uint32_t step_sums = sums_base + (own_slots + a_slot) * sums_step_bytes;
       for (int i = first; i < end; ++i, a_step += a_lane_step, step_sums += sums_step_bytes) {
         run_step(i, a_step, step_sums);
         if (i == 0) timeline_mark(kMarkFirstStep);
@@ -1442,9 +1461,14 @@ cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const D
   // The phased kernel is its own instance (kMT = 2 only), so that the
   // unphased plans run the kernels without the phase code.
   cudaError_t err;
-  if (p.tile_split > 0)
-    err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
-  else if (p.tile_split < 0)
+  if (p.tile_split > 0) {
+    if (!stream_a_phased(plan))
+      err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
+    else if constexpr (kMT == 2)  // M >= kAPhaseFromM
+      err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, true>(p, plan, device, stream);
+    else
+      err = cudaErrorInvalidValue;
+  } else if (p.tile_split < 0)
     err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false, true>(p, plan, device,
                                                                                stream);
   else if (stream_a_phased(plan)) {  // M >= kAPhaseFromM: the 16-row kernels only

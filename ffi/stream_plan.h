@@ -113,7 +113,8 @@ struct StreamPlan {
   int max_parts;    // the most blocks sharing one column group
   int tile_split;   // C > 0: C blocks (a cluster) per 64-column tile, splitting k; 0: stream-K
   int smem_bytes;   // dynamic shared memory per block
-  int a_phase_steps;  // P: A is staged P steps at a time (>= a block's steps: all at once)
+  int a_phase_steps;  // P: A is staged P steps at a time (>= a block's steps: all at once;
+                      // the tile split in phases: a warp's P, stream_a_phased)
   int group_cluster;  // C > 1: stream-K's C blocks of each column group form a cluster
 };
 
@@ -261,8 +262,38 @@ constexpr int64_t kStreamOneBlockFromM = 9;
 constexpr int kAPhaseMinSteps = kRingSteps + 1;
 constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 
-// Whether `plan` stages A in phases: a block's steps outnumber a phase's.
+// The tile split's A in phases, per warp (M = 9-16). The tile split stages A for
+// all of a block's ceil(L / C) steps, 4.4 KB a step at M = 16, so long k-ranges
+// did not fit (10240 x 4096 at C = 2 from M = 15, 8192 x 8192 at C = 1 from M =
+// 10), and those ran stream-K with its reduce. In the 16-row kernels each warp stages the A of its own steps (stream_kernel.cu's
+// kWarpA), so there each warp can stage them P at a time instead, in two slots
+// of its own that alternate (phase q + 1 copied while phase q is consumed,
+// handed over with a warp-wide sync, no block barrier): the block holds
+// kStreamWarps x 2 P steps. P is the most that fits, at least kRingSteps:
+// a phase's copy is committed before the phase's P x kStepUnits unit groups,
+// and the wait at the next phase's start (all but the newest kRingUnits
+// groups) has then seen it land. Taken with clusters (C > 1) only up to
+// kTilePhaseMaxBlockSteps steps a block. Measured on the H200 at M = 16 (session
+// 39 calls W and X, kernels in CUDA graphs, us, stream-K -> phased tile split):
+// C = 2 on N = 4096: 10240 x 4096 (40 steps a block) 19.19 -> 16.69, 11008 x 4096
+// (43) 19.03 -> 17.77, 12288 x 4096 (48) 18.98 -> 18.69, but 14336 x 4096 (56)
+// 20.90 -> 21.77; C = 1: 5120 x 5120 (40) 17.77 -> 15.68, 8192 x 8192 (64) 26.53
+// -> 23.72 (M = 12: 23.81 -> 21.80). The phased split's time grows ~0.31 us a
+// block step in all of them, while stream-K's stays ~19 us on N = 4096 up to K =
+// 12288; the C = 1 shapes are the wider ones (more column groups), where
+// stream-K measured slower. -DJAX_MARLIN_STREAM_TILE_PHASES=0 keeps all such
+// shapes on stream-K.
+#ifndef JAX_MARLIN_STREAM_TILE_PHASES
+#define JAX_MARLIN_STREAM_TILE_PHASES 1
+#endif
+constexpr int kTilePhaseMinSteps = kRingSteps;
+constexpr int64_t kTilePhaseMaxBlockSteps = 48;  // with clusters
+
+// Whether `plan` stages A in phases: a block's steps outnumber a phase's (the
+// tile split: a warp's phase, which is then fewer than its block's steps).
 inline bool stream_a_phased(const StreamPlan& plan) {
+  if (plan.tile_split > 0)
+    return plan.a_phase_steps < (plan.k_steps + plan.tile_split - 1) / plan.tile_split;
   return plan.tile_split == 0 && plan.blocks > 0 &&
          plan.a_phase_steps < (plan.total_steps + plan.blocks - 1) / plan.blocks;
 }
@@ -309,20 +340,36 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
   // the outputs: C slots of the largest slice, ceil(16 M / C) quads of 4
   // floats (stream_kernel.cu).
   const int64_t n_tiles = args.n_pad / 64;
+  auto tile_split_inbox = [&](int64_t C) -> int64_t {
+    return C > 1 ? C * tile_quad_slot(16 * static_cast<int>(args.M), static_cast<int>(C)) * 16 + 16
+                 : 0;
+  };
+  // A warp's phase of A under the tile split with C blocks a tile: 0 where the
+  // block's A fits whole (no phases), else P (above), or -1 where nothing fits.
+  auto tile_split_phase = [&](int64_t C) -> int64_t {
+    const int64_t room = device.max_shared_bytes_per_block - fixed_bytes - tile_split_inbox(C);
+    if (ceil_div(L, C) * step_bytes <= room) return 0;
+    const int64_t P = room / (2 * kStreamWarps * step_bytes);
+    return JAX_MARLIN_STREAM_TILE_PHASES && args.M >= kAPhaseFromM && P >= kTilePhaseMinSteps &&
+                   (C == 1 || ceil_div(L, C) <= kTilePhaseMaxBlockSteps)
+               ? P
+               : -1;
+  };
   auto tile_split_smem = [&](int64_t C) {
-    return fixed_bytes + ceil_div(L, C) * step_bytes +
-           (C > 1 ? C * tile_quad_slot(16 * static_cast<int>(args.M), static_cast<int>(C)) * 16 + 16
-                  : 0);
+    const int64_t P = tile_split_phase(C);
+    return fixed_bytes + (P > 0 ? 2 * kStreamWarps * P : ceil_div(L, C)) * step_bytes +
+           tile_split_inbox(C);
   };
   // Whether C blocks per tile can run: clusters need sm_90 (and at most
   // max_cluster blocks), and every block needs a step of k and its shared
   // memory.
   auto tile_split_fits = [&](int64_t C) {
     return (C == 1 || (C <= max_cluster && device.compute_capability >= 90)) && C <= L &&
-           tile_split_smem(C) <= device.max_shared_bytes_per_block &&
-           n_tiles * C <= INT32_MAX / 2 && n_tiles * L <= INT32_MAX / 2;
+           tile_split_phase(C) >= 0 && n_tiles * C <= INT32_MAX / 2 &&
+           n_tiles * L <= INT32_MAX / 2;
   };
   auto plan_tile_split = [&](int64_t C) {
+    const int64_t P = tile_split_phase(C);
     plan->k_steps = static_cast<int>(L);
     plan->total_steps = static_cast<int>(n_tiles * L);
     plan->blocks = static_cast<int>(n_tiles * C);
@@ -330,7 +377,7 @@ bool plan_grid(const MarlinGemmArgs& args, const DeviceLimits& device, int split
     plan->max_parts = 1;
     plan->tile_split = static_cast<int>(C);
     plan->smem_bytes = static_cast<int>(tile_split_smem(C));
-    plan->a_phase_steps = static_cast<int>(ceil_div(L, C));
+    plan->a_phase_steps = static_cast<int>(P > 0 ? P : ceil_div(L, C));
     plan->group_cluster = 0;
     return true;
   };

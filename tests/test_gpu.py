@@ -320,6 +320,35 @@ def test_small_m_a_in_phases(rng, M, block, zp, bias):
     assert_fused_right_and_reproducible(a, w, to_jnp(b), np.asarray(want), np.float16)
 
 
+@pytest.mark.parametrize("M, block, zp, bias, split_k, dtype", [
+    (16, 128, "packed", True, -2, "f16"), (12, 128, "none", False, -2, "bf16"),
+    (16, 32, "packed", False, -2, "f16"), (16, 64, "none", True, -2, "bf16"),
+    (16, 128, "packed", False, -1, "f16"), (11, 64, "packed", True, -1, "f16")])
+def test_tile_split_a_in_phases_per_warp(rng, M, block, zp, bias, split_k, dtype):
+    """12100 x 1000 (ragged K and N: 95 k-steps) at M = 11-16 as a tile split of 1 or 2
+    blocks a tile: a block's A (47-48 or 95 steps) does not fit its shared memory, so each
+    warp stages its own 5-12 steps in phases of P in two slots of its own
+    (ffi/stream_plan.h), handed over with warp-wide syncs; the warps' step counts differ
+    and the last phase is short. Groups of 32 take the prescaled kernel (no sums), 64
+    two sums a step. Right against the jax.numpy oracle, and bitwise reproducible."""
+    act = HALF[dtype]
+    K, N = 12100, 1000
+    case = make_case(rng, N=N, K=K, block_size=block, zp=zp, scale_dtype=act)
+    a = activations(rng, (M, K), act)
+    b = activations(rng, (N,), act) if bias else None
+    w = case.prepare()
+    plan = ops.stream_plan(M, w, act, split_k)
+    if plan is None or plan["tile_split"] != -split_k:
+        pytest.skip(f"no tile split of {-split_k} on this GPU ({plan})")
+    phased = plan["a_phase_steps"] < -(-plan["k_steps"] // plan["tile_split"])
+    if "H200" in jax.devices("gpu")[0].device_kind:
+        assert phased, plan  # tests/test_stream_plan.py models this choice on the host
+    elif not phased:
+        pytest.skip(f"this GPU stages all of A at once here ({plan})")
+    assert_fused_right_and_reproducible(a, w, to_jnp(b), oracle64(a, case, b), act,
+                                        split_k=split_k)
+
+
 def test_stream_plan_reports_each_kernel(rng):
     """ops.stream_plan (what tests use to know their path) against what it must say: a
     decode GEMM streams; a forced aligned split gives that many parts; a forced tile

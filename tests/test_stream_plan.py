@@ -39,6 +39,11 @@ MAX_PARTS = header_constant("stream_plan.h", "kMaxStreamParts")
 # kAPhaseMinSteps = kRingSteps + 1 (the code ring's depth, a -D default in the header)
 PHASE_MIN_STEPS = int(re.search(r"#define JAX_MARLIN_STREAM_RING_STEPS (\d+)",
                                 (ROOT / "ffi" / "stream_plan.h").read_text()).group(1)) + 1
+# kTilePhaseMinSteps = kRingSteps: the tile split's per-warp phases
+TILE_PHASE_MIN_STEPS = PHASE_MIN_STEPS - 1
+TILE_PHASE_MAX_BLOCK_STEPS = int(re.search(
+    r"constexpr int64_t kTilePhaseMaxBlockSteps = (\d+);",
+    (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
 TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
 TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")
 TILE_SPLIT_TARGET_STEPS = header_constant("stream_plan.h", "kTileSplitTargetSteps")
@@ -97,13 +102,31 @@ def _fixed_bytes(groups_per_step):
             + RING_BYTES // (4 * 512) * 8)
 
 
-def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
-    """With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32 totals
-    of its slice of the M x 64 outputs: C slots of the largest slice, ceil(16 M / C)
-    quads of 16 bytes (16-byte aligned: 16 bytes of slack)."""
+def _tile_split_phase(C, L, M, groups, sums, smem_limit):
+    """A warp's phase of A under the tile split (0: the block's A fits whole, -1: nothing
+    fits). From M = 9, where the block's ceil(L / C) steps do not fit, each of the 8
+    warps holds two slots of P steps, P the most that fit and at least the ring's
+    depth; with C > 1 only where a block has at most kTilePhaseMaxBlockSteps steps. With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32
+    totals of its slice of the M x 64 outputs: C slots of the largest slice,
+    ceil(16 M / C) quads of 16 bytes (16-byte aligned: 16 bytes of slack)."""
     inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
-    smem = _fixed_bytes(groups) + -(-L // C) * M * (A_ROW_BYTES + sums) + inbox
-    return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and smem <= smem_limit, smem
+    room = smem_limit - _fixed_bytes(groups) - inbox
+    step = M * (A_ROW_BYTES + sums)
+    if -(-L // C) * step <= room:
+        return 0
+    P = room // (2 * 8 * step)
+    short = C == 1 or -(-L // C) <= TILE_PHASE_MAX_BLOCK_STEPS  # with clusters: short blocks
+    return P if M >= 9 and P >= TILE_PHASE_MIN_STEPS and short else -1
+
+
+def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
+    """Whether C blocks a tile fit, and their shared memory: the block's A whole, or
+    8 warps x 2 P steps of it in phases (_tile_split_phase), and the inbox."""
+    inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
+    P = _tile_split_phase(C, L, M, groups, sums, smem_limit)
+    steps = 16 * P if P > 0 else -(-L // C)
+    smem = _fixed_bytes(groups) + steps * M * (A_ROW_BYTES + sums) + inbox
+    return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and P >= 0, smem
 
 
 def _group_cluster_fits(C, L, M, groups, sums, smem_limit, cc, max_cluster=8):
@@ -223,6 +246,10 @@ def test_planned_grids_fit_the_device_and_the_workspace(planner, split_k):
             assert fits and smem == want_smem, (case, got)
             assert B == n_tiles * C and T == n_tiles * L and not any_cut and parts == 1, (
                 case, got)
+            # A in phases of P steps a warp where the block's does not fit whole
+            # (stream_a_phased, which picks the launched kernel, says so)
+            P = _tile_split_phase(C, L, M, groups, sums, smem_limit)
+            assert phase == (P if P > 0 else -(-L // C)) and phased == (P > 0), (case, got)
             if split_k < 0:
                 assert C == -split_k, (case, got)
                 continue
@@ -444,6 +471,44 @@ def test_deeply_cut_two_wave_grids_take_one_block_an_sm(planner, tmp_path_factor
     assert [got[0] for got in rule_on(h200, *PLAN_ARGV)] == [132, 132, 528, 264]
 
 
+def test_the_tile_split_stages_a_in_phases_per_warp(planner, tmp_path_factory):
+    """From M = 9, a tile split whose blocks cannot hold A for all of their steps stages it
+    per warp in phases (each of the 8 warps two slots of P steps, P the most that fit,
+    at least the ring's depth), where without such phases the planner had no tile split
+    at all. Every other plan is the one without. On the H200: 11008 x 4096 at M = 16
+    (C = 2, 43 steps a block) and 8192 x 8192 at M = 12-16 (C = 1, 64 steps), which ran
+    stream-K with its reduce; not 14336 x 4096 at M = 16 (C = 2 would hold 56 steps a
+    block: stream-K stays), nor 9 x 14336 x 4096, whose A fits whole."""
+    no_phases = host_planner(tmp_path_factory, "stream_plan_check.cc",
+                             defines=["JAX_MARLIN_STREAM_TILE_PHASES=0"])
+    phased = 0
+    for split_k in (0, -1, -2):
+        cases = [c for _, c in _cases(split_k)]
+        for case, got, off in zip(cases, planner(cases), no_phases(cases, *PLAN_ARGV)):
+            M, K, N, block, workspace, sms, smem_limit, cc, _ = case
+            if got is None or not got[6] or not got[8]:
+                assert got == off, (case, off, got)
+                continue
+            phased += 1
+            B, T, L, smem, _, _, C, P, _, _ = got
+            assert off is None or not off[6] or (split_k < 0 and off[6] != C), (case, off, got)
+            groups = max(1, 128 // block)
+            step = M * (A_ROW_BYTES + (0 if (M > 8 and block == 32) else 8 * groups))
+            inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
+            assert M >= 9 and P >= TILE_PHASE_MIN_STEPS, (case, got)
+            assert C == 1 or -(-L // C) <= TILE_PHASE_MAX_BLOCK_STEPS, (case, got)
+            assert _fixed_bytes(groups) + -(-L // C) * step + inbox > smem_limit, (case, got)
+            assert smem == _fixed_bytes(groups) + 16 * P * step + inbox <= smem_limit, (case, got)
+            assert smem + 16 * step > smem_limit, (case, got)  # P is the most that fit
+    assert phased
+    sms, smem, cc = DEVICES["h200"]
+    h200 = [(M, K, N, 128, _shapes.split_k_workspace_floats(M, _layout.n_pad(N)), sms, smem, cc,
+             0) for M, K, N in [(16, 11008, 4096), (16, 14336, 4096), (9, 14336, 4096),
+                                (16, 8192, 8192), (12, 8192, 8192)]]
+    assert [(got[6], got[7], got[8]) for got in planner(h200)] == [
+        (2, 2, 1), (0, 4, 0), (2, 56, 0), (1, 2, 1), (1, 3, 1)]
+
+
 def test_a_in_phases(planner, tmp_path_factory):
     """From M = 9, where two blocks an SM would need more than one wave to stage A for all
     of their steps, a one-wave grid stages it in phases (two slots of P steps that
@@ -458,8 +523,10 @@ def test_a_in_phases(planner, tmp_path_factory):
     phased = 0
     for case, got, off in zip(cases, planner(cases), no_phases(cases, *PLAN_ARGV)):
         M, K, N, block, workspace, sms, smem_limit, cc, _ = case
-        if got is None or got[7] >= -(-got[1] // got[0]):  # every step staged at once
-            assert got == off and (got is None or not got[8]), (case, off, got)
+        # every step staged at once, or the tile split (its phases are a warp's:
+        # test_the_tile_split_stages_a_in_phases_per_warp)
+        if got is None or got[6] or got[7] >= -(-got[1] // got[0]):
+            assert got == off and (got is None or got[6] or not got[8]), (case, off, got)
             continue
         phased += 1
         B, T, L, smem, any_cut, parts, tile_split, phase, launches_phased, _ = got
