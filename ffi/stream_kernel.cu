@@ -82,7 +82,8 @@
 // unexplained; 4 x 14336 x 4096 13.44 -> 13.60) and won 4% at 8 x 4096 x 4096. Choosing
 // by M at run time instead (call Q: per warp from M = 8, the staging loops' stride then a
 // variable) also slowed M = 1-4, where only that stride differed from main: 0.2-0.3% at
-// 4096 x 4096, 2-4.5% at K = 14336. So the instance decides. 0 turns it off.
+// 4096 x 4096, 2-4.5% at K = 14336. So the instance decides. 0 turns it off, except in
+// the instances that stage A in phases per warp (stream_plan.h), which need it.
 #ifndef JAX_MARLIN_STREAM_WARP_A
 #define JAX_MARLIN_STREAM_WARP_A 1
 #endif
@@ -102,7 +103,8 @@ struct StreamParams : GemmOperands {
   int k_steps;           // L: steps in one column group's k-range
   int total_steps;       // T = column groups x L
   int blocks;            // B
-  int a_phase_steps;     // P: stream-K stages A P steps at a time (stream_plan.h)
+  int a_phase_steps;     // P: A staged P steps at a time, by the block (stream-K) or
+                         // by each warp (the tile split's 16-row kernels); stream_plan.h
   int reduce;            // the reduce kernel after this grid: kNoReduce, kReduceSerial or kReduceSliced
   // C > 0: the tile split, C blocks per 64-column tile, warps splitting k;
   // -C: the group cluster, stream-K whose C blocks of a column group are a
@@ -336,7 +338,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // Stage A for this block's first two phases (all of its steps where they
   // fit), one commit group: staged step i, row
   // r < M, 16-byte chunk c (8 k) at a_base + i * a_step_bytes +
-  // r * kARowBytes + 16 c. Only the M real rows are staged (at M = 1 that is
+  // r * kARowBytes + 16 c (under the tile split's per-warp phases the warp's
+  // own step j at own_slots + j mod 2P, below). Only the M real rows are staged (at M = 1 that is
   // 1/8 of a padded tile, which leaves shared memory to the code ring); the
   // ldmatrix lanes of rows >= M read a zero row instead. k >= K is zero-filled
   // by cp.async (src-size 0 reads nothing); K % 8 == 0, so a chunk is all in
@@ -392,7 +395,8 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   // are cut into C slices of whole 4-output quads (stream_plan.h's
   // tile_quad_first), and a block's inbox holds C slots of the largest slice,
   // block c's total in slot c. It lies
-  // past A and its sums for the plan's ceil(L / C) steps (stream_plan.h):
+  // past A and its sums for the plan's ceil(L / C) steps, or 8 warps x 2P in
+  // phases (stream_plan.h):
   // the same offset in every block, clear of all a block uses before its
   // epilogue, since a peer may push while this block is still streaming.
   // Its barrier takes the code ring's barrier slots, which the tile split
@@ -877,9 +881,9 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
 
   int words_i = 0;  // i mod kWordsSteps
   // One step: i of the warp's steps, its A and sums staged at some index x
-  // (under kTileSplit the warps are at different steps; all of the block's k is
-  // staged, by the block or, kWarpA, each warp its own steps): a_step = a_lane +
-  // x a_lane_step, step_sums = sums_base + x sums_step_bytes. The loops below
+  // (under kTileSplit the warps are at different steps; the block's k is staged
+  // by the block or, kWarpA, each warp its own steps, all at once or in phases):
+  // a_step = a_lane + x a_lane_step, step_sums = sums_base + x sums_step_bytes. The loops below
   // advance both by a step's bytes instead of taking the products each step (6
   // instructions a step more in the GEMV's SASS, where ptxas also rebuilt a_lane
   // from threadIdx each step).

@@ -265,11 +265,12 @@ constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 // The tile split's A in phases, per warp (M = 9-16). The tile split stages A for
 // all of a block's ceil(L / C) steps, 4.4 KB a step at M = 16, so long k-ranges
 // did not fit (10240 x 4096 at C = 2 from M = 15, 8192 x 8192 at C = 1 from M =
-// 10), and those ran stream-K with its reduce. In the 16-row kernels each warp stages the A of its own steps (stream_kernel.cu's
-// kWarpA), so there each warp can stage them P at a time instead, in two slots
-// of its own that alternate (phase q + 1 copied while phase q is consumed,
-// handed over with a warp-wide sync, no block barrier): the block holds
-// kStreamWarps x 2 P steps. P is the most that fits, at least kRingSteps:
+// 10), and those ran stream-K with its reduce. In the 16-row kernels each warp
+// stages the A of its own steps (stream_kernel.cu's kWarpA), so there each warp
+// can stage them P at a time instead, in two slots of its own that alternate
+// (phase q + 1 copied while phase q is consumed, handed over with a warp-wide
+// sync, no block barrier): the block holds kStreamWarps x 2 P steps. P is the
+// most that fits, at least kRingSteps:
 // a phase's copy is committed before the phase's P x kStepUnits unit groups,
 // and the wait at the next phase's start (all but the newest kRingUnits
 // groups) has then seen it land. Taken with clusters (C > 1) only up to

@@ -288,7 +288,9 @@ def stream_plan(M: int, w, dtype, split_k: int = 0):
     group_cluster (> 1: stream-K's blocks of a column group in a cluster), group_rows
     (groups of 32 or 64 at M x groups a step <= 8: a column of the MMA per row and
     group), a_phase_steps (fewer than a block's steps, total_steps / blocks rounded up:
-    A is staged that many steps at a time)), or None
+    A is staged that many steps at a time; under the tile split each warp stages its own
+    steps that many at a time where it is fewer than k_steps / tile_split rounded up)),
+    or None
     where the tiled kernel runs it. Every path computes the same product, so tests ask
     this which one they hit.
     """

@@ -106,9 +106,10 @@ def _tile_split_phase(C, L, M, groups, sums, smem_limit):
     """A warp's phase of A under the tile split (0: the block's A fits whole, -1: nothing
     fits). From M = 9, where the block's ceil(L / C) steps do not fit, each of the 8
     warps holds two slots of P steps, P the most that fit and at least the ring's
-    depth; with C > 1 only where a block has at most kTilePhaseMaxBlockSteps steps. With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32
-    totals of its slice of the M x 64 outputs: C slots of the largest slice,
-    ceil(16 M / C) quads of 16 bytes (16-byte aligned: 16 bytes of slack)."""
+    depth; with C > 1 only where a block has at most kTilePhaseMaxBlockSteps steps.
+    With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32 totals of
+    its slice of the M x 64 outputs: C slots of the largest slice, ceil(16 M / C) quads
+    of 16 bytes (16-byte aligned: 16 bytes of slack)."""
     inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
     room = smem_limit - _fixed_bytes(groups) - inbox
     step = M * (A_ROW_BYTES + sums)
@@ -476,7 +477,7 @@ def test_the_tile_split_stages_a_in_phases_per_warp(planner, tmp_path_factory):
     per warp in phases (each of the 8 warps two slots of P steps, P the most that fit,
     at least the ring's depth), where without such phases the planner had no tile split
     at all. Every other plan is the one without. On the H200: 11008 x 4096 at M = 16
-    (C = 2, 43 steps a block) and 8192 x 8192 at M = 12-16 (C = 1, 64 steps), which ran
+    (C = 2, 43 steps a block) and 8192 x 8192 from M = 10 (C = 1, 64 steps), which ran
     stream-K with its reduce; not 14336 x 4096 at M = 16 (C = 2 would hold 56 steps a
     block: stream-K stays), nor 9 x 14336 x 4096, whose A fits whole."""
     no_phases = host_planner(tmp_path_factory, "stream_plan_check.cc",

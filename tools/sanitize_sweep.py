@@ -24,8 +24,8 @@ from jax_marlin import ops
 
 # (M, N, K). (12, 130, 4100): the tile split's 16-row kernels, whose warps stage their own
 # A, with ~2 of K's 33 steps a warp at C = 2 (at K <= 1000 a warp has at most one).
-# (16, 130, 12100): at C = 1 or 2 a block's A does not fit, so each warp stages its 5-12
-# steps in phases of 2 (stream_plan.h).
+# (16, 130, 12100): with the tile split of two forced (SWEEP_SPLIT_K=-2) a block's A does
+# not fit, so each warp stages its 5-6 steps in phases of 2 (stream_plan.h).
 SHAPES = [(1, 37, 72), (2, 130, 200), (3, 130, 200), (12, 130, 200), (12, 600, 1000),
           (12, 130, 4100), (16, 130, 12100), (17, 200, 1000), (65, 520, 136), (130, 70, 4100),
           (300, 70, 4100)]  # two 256-row wgmma blocks and a k-split

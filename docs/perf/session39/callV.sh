@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39 call V (session 38's callV_prepared.sh plus racecheck on the sweep's new M = 12, K = 4100 shape): the decode example's refresh (issue 4; decode_h200.json
+# Session 39 call V (session 38's callV_prepared.sh, moved here, plus racecheck on the sweep's new M = 12, K = 4100 shape): the decode example's refresh (issue 4; decode_h200.json
 # is session 32's call A: 1.91x at batch 1, 1.39x at batch 16) now that the tile split's
 # 16-row kernels stage A per warp (bae7cbc: 16 x 4096 x 6144, the fused qkv at batch 16,
 # 13.56 -> 12.10 us; 16 x 4096 x 4096, o, 9.15 -> 8.71), then the rest of session 37's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (Ran on the planner before its cap: every such shape phased, 14336 x 4096 at C = 2 too; calls X and Y.)
+# (Ran on the planner before its cap and the sweep shape before K = 12100: every such shape phased, 14336 x 4096 at C = 2 and the sweep's K = 14000 too; calls X and Y.)
 # Session 39 call W: the tile split's A in phases per warp (M = 9-16; the working tree's
 # ffi/ against HEAD's). Where a tile-split block cannot hold A for all of its steps
 # (14336 x 4096 from M = 11 at C = 2, 8192 x 8192 at M >= 12 and 11008 x 4096 at M = 16),
