@@ -283,12 +283,16 @@ constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 // block step in all of them, while stream-K's stays ~19 us on N = 4096 up to K =
 // 12288; the C = 1 shapes are the wider ones (more column groups), where
 // stream-K measured slower. -DJAX_MARLIN_STREAM_TILE_PHASES=0 keeps all such
-// shapes on stream-K.
+// shapes on stream-K; -DJAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS=N moves the cap
+// (for A/B runs of the longer blocks).
 #ifndef JAX_MARLIN_STREAM_TILE_PHASES
 #define JAX_MARLIN_STREAM_TILE_PHASES 1
 #endif
+#ifndef JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS
+#define JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS 48
+#endif
 constexpr int kTilePhaseMinSteps = kRingSteps;
-constexpr int64_t kTilePhaseMaxBlockSteps = 48;  // with clusters
+constexpr int64_t kTilePhaseMaxBlockSteps = JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS;  // clusters
 
 // Whether `plan` stages A in phases: a block's steps outnumber a phase's (the
 // tile split: a warp's phase, which is then fewer than its block's steps).

@@ -42,7 +42,7 @@ PHASE_MIN_STEPS = int(re.search(r"#define JAX_MARLIN_STREAM_RING_STEPS (\d+)",
 # kTilePhaseMinSteps = kRingSteps: the tile split's per-warp phases
 TILE_PHASE_MIN_STEPS = PHASE_MIN_STEPS - 1
 TILE_PHASE_MAX_BLOCK_STEPS = int(re.search(
-    r"constexpr int64_t kTilePhaseMaxBlockSteps = (\d+);",
+    r"#define JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS (\d+)",
     (ROOT / "ffi" / "stream_plan.h").read_text()).group(1))
 TILE_SPLIT_MAX_STEPS = header_constant("stream_plan.h", "kTileSplitMaxSteps")
 TILE_SPLIT_MIN_BLOCKS = header_constant("stream_plan.h", "kTileSplitMinBlocks")

@@ -412,6 +412,23 @@ void print_steps(const jax_marlin::StreamTimeline& t, unsigned long long t0) {
     std::printf(" %+.0f: %d blocks, %d steps;", at - median_end, running, ended);
   }
   std::printf("%s\n", truncated ? " (blocks past the stamped steps: counts are short)" : "");
+  // Warp 0's step i took (end of step i - end of step i - 1), the mean over the blocks
+  // that stamped step i: a cost that comes every few steps (the tile split's per-warp
+  // phases of A, stream_plan.h) shows as a period here, where the means above hide it.
+  std::printf("%27s", "step i, mean us:");
+  for (int i = 1; i < 16; ++i) {
+    double sum = 0;
+    int count = 0;
+    for_each_ended_block(t, [&](int b, unsigned long long, unsigned long long, int n) {
+      if (i < n && t.step_ns[b][i] > t.step_ns[b][i - 1]) {
+        sum += (t.step_ns[b][i] - t.step_ns[b][i - 1]) / 1e3;
+        ++count;
+      }
+    });
+    if (count == 0) break;
+    std::printf(" %d: %.3f;", i, sum / count);
+  }
+  std::printf("\n");
 }
 
 // Whose stamps a timeline reads: the streaming kernels' or the wgmma kernel's,
