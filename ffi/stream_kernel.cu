@@ -54,6 +54,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "marlin_device.cuh"
 #include "stream_plan.h"
@@ -363,6 +364,14 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   const int own_slots = kPhases && kTileSplit ? warp * 2 * p.a_phase_steps : own_first;
   const int staging_thread = kWarpA ? lane : static_cast<int>(threadIdx.x);
   constexpr int kStagingThreads = kWarpA ? 32 : kStreamThreads;
+  // The barrier between A's (or its sums') writers and readers: those who share the
+  // staged steps, the warp (kWarpA) or the block.
+  auto staged_a_sync = [] {
+    if constexpr (kWarpA)
+      __syncwarp();
+    else
+      __syncthreads();
+  };
   auto stage_a = [&](int first, int count, int slot) {
     constexpr int kChunksPerRow = kStepK / 8;
     const int chunks_per_step = rows * kChunksPerRow;
@@ -820,10 +829,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     cp_async_wait<kRingSteps>();  // A, then one words group per step
   else
     cp_async_wait<kRingUnits>();
-  if constexpr (kWarpA)
-    __syncwarp();  // the warp's own A: its lanes' copies, visible to the warp
-  else
-    __syncthreads();
+  staged_a_sync();
   timeline_mark(kMarkAStaged);
   // Each group's sums of activations per row (X and S above), in fp32, once
   // per block and phase (the block's warps share its staged k-steps; kWarpA: each
@@ -869,13 +875,11 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     }
   };
   if constexpr (!kPrescale) {  // (kPrescale folds nothing)
-    if constexpr (kWarpA) {
+    if constexpr (kWarpA)
       compute_sums(own_slots, kPhases ? min(p.a_phase_steps, n_steps) : n_steps);
-      __syncwarp();
-    } else {
+    else
       compute_sums(0, kPhases ? min(p.a_phase_steps, n_stage) : n_stage);
-      __syncthreads();
-    }
+    staged_a_sync();
   }
   timeline_mark(kMarkSums);
 
@@ -1065,7 +1069,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     // unphased kernel's step loop. In stream-K the block's warps share its
     // steps (n_steps = n_stage, own_first = own_slots = 0) and are at the same
     // step at a phase's start; under the tile split each warp runs its own
-    // phases over its own steps and slots, so its syncs are warp-wide:
+    // phases over its own steps and slots, so its syncs are warp-wide (kWarpA):
     // - each thread waits for its own copies of this phase's A: at least
     //   kRingSteps + 1 steps of commit groups came after them in stream-K (one a
     //   step on the bulk ring, kStepUnits on the cp.async ring, an idle warp's
@@ -1076,12 +1080,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     //   them, and none reads the other slot any more: the next phase's copy
     //   goes there;
     // - this phase's sums, and a barrier before any of them is read.
-    auto phase_sync = [] {
-      if constexpr (kTileSplit)
-        __syncwarp();
-      else
-        __syncthreads();
-    };
     const int phase = p.a_phase_steps;
     for (int first = 0, a_slot = 0; first < n_steps; first += phase, a_slot = phase - a_slot) {
       if (first > 0) {
@@ -1089,7 +1087,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
           cp_async_wait<kRingSteps>();
         else
           cp_async_wait<kRingUnits>();
-        phase_sync();
+        staged_a_sync();
         if (first + phase < n_steps) {
           stage_a(own_first + first + phase, min(phase, n_steps - first - phase),
                   own_slots + phase - a_slot);
@@ -1097,7 +1095,7 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
         }
         if constexpr (!kPrescale) {
           compute_sums(own_slots + a_slot, min(phase, n_steps - first));
-          phase_sync();
+          staged_a_sync();
         }
       }
       const int end = min(first + phase, n_steps);
@@ -1462,26 +1460,26 @@ cudaError_t launch_reduce(const StreamParams& p, dim3 grid, const DeviceLimits& 
 template <typename T, ZeroPointKind kZP, int kMT, int kGroupUnits, bool kGroupRows>
 cudaError_t launch_stream(const StreamParams& p, const StreamPlan& plan, const DeviceLimits& device,
                           cudaStream_t stream) {
-  // The phased kernel is its own instance (kMT = 2 only), so that the
-  // unphased plans run the kernels without the phase code.
-  cudaError_t err;
-  if (p.tile_split > 0) {
+  // The phased kernels (the tile split's and stream-K's) are instances of their
+  // own (kMT = 2 only), so that the unphased plans run the kernels without the
+  // phase code.
+  auto launch_phased_or_not = [&](auto tile_split) -> cudaError_t {
+    constexpr bool kTileSplit = decltype(tile_split)::value;
     if (!stream_a_phased(plan))
-      err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, false>(p, plan, device, stream);
-    else if constexpr (kMT == 2)  // M >= kAPhaseFromM
-      err = launch_main<T, kZP, kMT, kGroupUnits, true, kGroupRows, true>(p, plan, device, stream);
+      return launch_main<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, false>(p, plan, device,
+                                                                                 stream);
+    if constexpr (kMT == 2)  // M >= kAPhaseFromM: the 16-row kernels only
+      return launch_main<T, kZP, kMT, kGroupUnits, kTileSplit, kGroupRows, true>(p, plan, device,
+                                                                                stream);
     else
-      err = cudaErrorInvalidValue;
-  } else if (p.tile_split < 0)
-    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false, true>(p, plan, device,
-                                                                               stream);
-  else if (stream_a_phased(plan)) {  // M >= kAPhaseFromM: the 16-row kernels only
-    if constexpr (kMT == 2)
-      err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, true>(p, plan, device, stream);
-    else
-      err = cudaErrorInvalidValue;
-  } else
-    err = launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false>(p, plan, device, stream);
+      return cudaErrorInvalidValue;
+  };
+  cudaError_t err =
+      p.tile_split < 0
+          ? launch_main<T, kZP, kMT, kGroupUnits, false, kGroupRows, false, true>(p, plan, device,
+                                                                                   stream)
+      : p.tile_split > 0 ? launch_phased_or_not(std::true_type{})
+                         : launch_phased_or_not(std::false_type{});
   if (err != cudaSuccess) return err;
   if (p.reduce != kNoReduce) {
     // One block row per column group (gridDim.x < 2^31: N < 2^40), and row

@@ -102,16 +102,19 @@ def _fixed_bytes(groups_per_step):
             + RING_BYTES // (4 * 512) * 8)
 
 
+def _tile_split_inbox(C, M):
+    """With C > 1 blocks a tile, each holds an inbox for the cluster's fp32 totals of its
+    slice of the M x 64 outputs: C slots of the largest slice, ceil(16 M / C) quads of 16
+    bytes (16-byte aligned: 16 bytes of slack)."""
+    return C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
+
+
 def _tile_split_phase(C, L, M, groups, sums, smem_limit):
     """A warp's phase of A under the tile split (0: the block's A fits whole, -1: nothing
     fits). From M = 9, where the block's ceil(L / C) steps do not fit, each of the 8
     warps holds two slots of P steps, P the most that fit and at least the ring's
-    depth; with C > 1 only where a block has at most kTilePhaseMaxBlockSteps steps.
-    With C > 1 blocks a tile, each also holds an inbox for the cluster's fp32 totals of
-    its slice of the M x 64 outputs: C slots of the largest slice, ceil(16 M / C) quads
-    of 16 bytes (16-byte aligned: 16 bytes of slack)."""
-    inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
-    room = smem_limit - _fixed_bytes(groups) - inbox
+    depth; with C > 1 only where a block has at most kTilePhaseMaxBlockSteps steps."""
+    room = smem_limit - _fixed_bytes(groups) - _tile_split_inbox(C, M)
     step = M * (A_ROW_BYTES + sums)
     if -(-L // C) * step <= room:
         return 0
@@ -123,10 +126,9 @@ def _tile_split_phase(C, L, M, groups, sums, smem_limit):
 def _tile_split_fits(C, L, M, n_tiles, groups, sums, smem_limit, cc):
     """Whether C blocks a tile fit, and their shared memory: the block's A whole, or
     8 warps x 2 P steps of it in phases (_tile_split_phase), and the inbox."""
-    inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
     P = _tile_split_phase(C, L, M, groups, sums, smem_limit)
     steps = 16 * P if P > 0 else -(-L // C)
-    smem = _fixed_bytes(groups) + steps * M * (A_ROW_BYTES + sums) + inbox
+    smem = _fixed_bytes(groups) + steps * M * (A_ROW_BYTES + sums) + _tile_split_inbox(C, M)
     return (C == 1 or (C <= 8 and cc >= 90)) and C <= L and P >= 0, smem
 
 
@@ -495,7 +497,7 @@ def test_the_tile_split_stages_a_in_phases_per_warp(planner, tmp_path_factory):
             assert off is None or not off[6] or (split_k < 0 and off[6] != C), (case, off, got)
             groups = max(1, 128 // block)
             step = M * (A_ROW_BYTES + (0 if (M > 8 and block == 32) else 8 * groups))
-            inbox = C * -(-16 * M // C) * 16 + 16 if C > 1 else 0
+            inbox = _tile_split_inbox(C, M)
             assert M >= 9 and P >= TILE_PHASE_MIN_STEPS, (case, got)
             assert C == 1 or -(-L // C) <= TILE_PHASE_MAX_BLOCK_STEPS, (case, got)
             assert _fixed_bytes(groups) + -(-L // C) * step + inbox > smem_limit, (case, got)
