@@ -45,6 +45,10 @@ echo "== tests"
 (cd /tmp && timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -rfE \
   "$repo/tests" "$@" 2>&1 | tee "$OUT/pytest.log" | tail -40)
 echo "tests done at $(( $(date +%s) - start )) s"
+# pytest -q -n 8 has left no summary line in pytest.log on the device (session 39): the
+# outcomes counted from the progress marks instead (. passed, s skipped, F failed, E error).
+echo "progress marks: $(grep -E "\[ *[0-9]+%\]" "$OUT/pytest.log" | sed 's/\[.*//' |
+  tr -d ' \n' | fold -w1 | sort | uniq -c | tr -s ' \n' ' ')"
 
 if [ -n "${SANITIZE-}" ]; then
   echo "== compute-sanitizer ($SANITIZE) on ragged shapes"
