@@ -29,7 +29,9 @@
 // `latency_probe small` takes the projections of ~0.5B and ~1B decoders instead
 // of the 8B-class shapes. `splits=` (empty) times no other grid, `replays=N` makes
 // each timing N x 64 calls (30 by default): long enough runs to read the clock at
-// the power cap (tools/power_sample.py).
+// the power cap (tools/power_sample.py). `layers=1,16`: instead of the shapes, a decoder
+// layer's four projections chained with small kernels between them, at those M
+// (time_layer_chain).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -344,6 +346,64 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
   return name;
 }
 
+// A decoder layer's four projections (examples/decode.py's defaults: qkv 4096 x 6144,
+// o 4096 x 4096, gate/up 4096 x 28672, down 14336 x 4096) one after another at M rows,
+// each followed by `gap` small kernels that stand in for the XLA fusions between them
+// in the decode example's trace (session 22's call C: rotary, the two cache updates and
+// the attention after qkv; the residual add and the norm after o; SwiGLU after gate/up;
+// the add and the next norm after down). Weights of kLayers layers rotate (16 x 109 MB;
+// even o's 16 copies, 139 MB, are well past the 50 MB L2). While the small kernels run, DRAM idles: these times say how much of a
+// layer that idle time is, and what a projection costs with its weights cold (rotated)
+// or hot (one copy of its own, in the L2 where it fits) between the same small kernels.
+struct Projection {
+  const char* name;
+  int64_t K, N;
+  int gap;  // small kernels after it
+};
+constexpr Projection kLayerProjections[] = {
+    {"qkv", 4096, 6144, 8}, {"o", 4096, 4096, 3}, {"gate_up", 4096, 28672, 1}, {"down", 14336, 4096, 3}};
+constexpr int kLayers = 16;
+
+// One layer an item: `gemm(layer, j)` launches projection j of that layer's weights.
+double layer_us(cudaStream_t stream, float* scratch, bool gaps,
+                const std::function<void(int, int)>& gemm) {
+  return graph_us(stream, [&](int layer) {
+    for (int j = 0; j < 4; ++j) {
+      gemm(layer, j);
+      for (int s = 0; gaps && s < kLayerProjections[j].gap; ++s)
+        small_kernel<<<1, 64, 0, stream>>>(scratch);
+    }
+  });
+}
+
+void time_layer_chain(cudaStream_t stream, const DeviceLimits& device, float* scratch, int64_t M) {
+  std::vector<Gemm> weights;
+  for (const Projection& p : kLayerProjections) weights.push_back(make_gemm(M, p.K, p.N, kLayers));
+  auto launch = [&](int layer, int j) {
+    CHECK(jax_marlin::LaunchMarlinGemm(weights[j].copies[layer % kLayers], device, 0, stream));
+  };
+  std::printf("\nlayer chain, M = %lld, %d layers' weights: us a layer, with the small kernels"
+              " (%d, %d, %d, %d) / back to back\n", (long long)M, kLayers, kLayerProjections[0].gap,
+              kLayerProjections[1].gap, kLayerProjections[2].gap, kLayerProjections[3].gap);
+  std::printf("%27s %8.2f / %8.2f\n", "cold:", layer_us(stream, scratch, true, launch),
+              layer_us(stream, scratch, false, launch));
+  // One projection at a time, the others' launches dropped but its small kernels kept:
+  // its weights rotated (cold) or always layer 0's (hot where they fit in the L2).
+  for (int j = 0; j < 4; ++j) {
+    auto only = [&](bool hot) {
+      return graph_us(stream, [&](int layer) {
+        launch(hot ? 0 : layer, j);
+        for (int s = 0; s < kLayerProjections[j].gap; ++s)
+          small_kernel<<<1, 64, 0, stream>>>(scratch);
+      });
+    };
+    std::printf("%19s %-7s cold %6.2f, hot %6.2f us with its %d small kernels\n", "", kLayerProjections[j].name,
+                only(false), only(true), kLayerProjections[j].gap);
+  }
+  for (Gemm& g : weights)
+    for (void* p : g.buffers) CHECK(cudaFree(p));
+}
+
 #ifdef JAX_MARLIN_ANY_TIMELINE
 // Warp 0's step ends (StreamTimeline::step_ns): whether the blocks that end last
 // started late or streamed slower, and how the GPU's step rate falls in the
@@ -594,6 +654,7 @@ int main(int argc, char** argv) {
   // splits=1,-2,1004: the other grids timed for each shape (split_k_override
   // values; 1000 + C is the group cluster, stream_plan.h).
   std::vector<int> splits = {1, -1, -2, -4, -8};
+  std::vector<int64_t> layer_rows;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     g_random = g_random || arg == "random";
@@ -613,6 +674,14 @@ int main(int argc, char** argv) {
     }
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
+    // layers=1,16: the decoder layer chain (time_layer_chain) at those M instead of the shapes.
+    if (arg.rfind("layers=", 0) == 0) {
+      for (size_t at = 7; at < arg.size();) {
+        const size_t comma = arg.find(',', at);
+        layer_rows.push_back(std::stoll(arg.substr(at, comma - at)));
+        at = comma == std::string::npos ? arg.size() : comma + 1;
+      }
+    }
     if (arg.rfind("splits=", 0) == 0) {
       splits.clear();
       for (size_t at = 7; at < arg.size();) {
@@ -673,6 +742,12 @@ int main(int argc, char** argv) {
                 child_graphs_us(stream, big));
     CHECK(cudaGraphDestroy(small[0].graph));
     CHECK(cudaGraphDestroy(big[0].graph));
+  }
+
+  if (!layer_rows.empty()) {
+    for (int64_t m : layer_rows) time_layer_chain(stream, device, scratch, m);
+    CHECK(cudaStreamSynchronize(stream));
+    return 0;
   }
 
   const std::vector<Shape> shapes =
