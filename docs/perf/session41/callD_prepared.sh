@@ -21,8 +21,5 @@ git apply docs/perf/session41/wip/l2-hint.patch && echo "patch applied" \
 SWEEP_SPLIT_K=-2 SANITIZE_PARTS=fused SANITIZE=memcheck SANITIZE_TIMEOUT=100 \
   SKIP_EXAMPLES=1 TEST_TIMEOUT=270 timeout 560 bash tools/device_check.sh -n 8 -m gpu -q \
   > "$OUT/gpu_tests.txt" 2>&1
-echo "gpu tests rc=$?"; tail -6 "$OUT/gpu_tests.txt"
-grep -E "^progress marks:" "$OUT/gpu_tests.txt"  # device_check.sh's count (-q -n 8)
-grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3
-grep -E " exit [0-9]+|sanitize sweep" "$OUT/gpu_tests.txt" | tail -8
-grep -hE "ERROR SUMMARY" "$OUT"/sanitize_*.log* 2>/dev/null | tail -4
+echo "gpu tests rc=$?"
+bash tools/check_summary.sh "$OUT/gpu_tests.txt"
