@@ -351,7 +351,7 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 // each followed by `gap` small kernels that stand in for the XLA fusions between them
 // in the decode example's trace (session 22's call C: rotary, the two cache updates and
 // the attention after qkv; the residual add and the norm after o; SwiGLU after gate/up;
-// the add and the next norm after down). Weights of kLayers layers rotate (16 x 109 MB;
+// the add and the next norm after down). Weights of kLayers layers rotate (16 x 113 MB;
 // even o's 16 copies, 139 MB, are well past the 50 MB L2). While the small kernels run, DRAM idles: these times say how much of a
 // layer that idle time is, and what a projection costs with its weights cold (rotated)
 // or hot (one copy of its own, in the L2 where it fits) between the same small kernels.

@@ -7,7 +7,7 @@
 # 1718.6 / 3369.9 at batch 1, 1.96x; 26727 / 37245 at batch 16, 1.39x) unless call C's
 # pf-without-hint line moved; with the hint, batch 1's 4-bit time a token falls by ~4x
 # call C's saving a layer at M = 1 plus ~2 us (the lm head hinting the next step's first
-# qkv): at call C's predicted 4-9 us a layer, 297 -> 259-279 us a token, 2.05-2.2x; batch
+# qkv): at call C's predicted 4-9 us a layer, 297 -> 259-279 us a token, 2.09-2.25x; batch
 # 16 by call C's M = 16 saving, 4x, over ~430 us a step.
 # Then: cp "$OUT/decode.json" docs/perf/decode_h200.json when the hint lands.
 #   run(command="bash docs/perf/session41/callE_prepared.sh", carry=[".ffi"])  (~9 minutes)
@@ -31,4 +31,4 @@ cp "$OUT/decode_hint.json" "$OUT/decode.json" 2>/dev/null
 # average, gate/up 19.39, the lm head 22.13).
 timeout 150 python3 "$repo/tools/decode_trace.py" --batch 1 --steps 16 --out /tmp/trace \
   > "$OUT/trace_hint.log" 2>&1
-echo "== trace rc=$?"; grep -E "events|us  " "$OUT/trace_hint.log" | cut -c1-150 | head -24
+echo "== trace rc=$?"; grep -E "events|us  " "$OUT/trace_hint.log" | cut -c1-150 | head -32
