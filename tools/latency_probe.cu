@@ -112,6 +112,21 @@ __global__ void small_kernel(float* x) {
   if (threadIdx.x == 0 && blockIdx.x == 0) x[0] += 1.f;
 }
 
+void small_kernels(cudaStream_t stream, float* scratch, int count) {
+  for (int i = 0; i < count; ++i) small_kernel<<<1, 64, 0, stream>>>(scratch);
+}
+
+// The non-empty items of a comma-separated list ("1,-2,1004").
+std::vector<std::string> comma_items(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at < list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) items.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+
 // Microseconds per item of `graph` (kItems items), which it destroys; the
 // median of three timings of g_replays replays.
 double time_graph_us(cudaStream_t stream, cudaGraph_t graph) {
@@ -352,9 +367,10 @@ std::string grid_name(const MarlinGemmArgs& args, const DeviceLimits& device, in
 // in the decode example's trace (session 22's call C: rotary, the two cache updates and
 // the attention after qkv; the residual add and the norm after o; SwiGLU after gate/up;
 // the add and the next norm after down). Weights of kLayers layers rotate (16 x 113 MB;
-// even o's 16 copies, 139 MB, are well past the 50 MB L2). While the small kernels run, DRAM idles: these times say how much of a
-// layer that idle time is, and what a projection costs with its weights cold (rotated)
-// or hot (one copy of its own, in the L2 where it fits) between the same small kernels.
+// even o's 16 copies, 139 MB, are well past the 50 MB L2). While the small kernels run,
+// DRAM idles: these times say how much of a layer that idle time is, and what a
+// projection costs with its weights cold (rotated) or hot (one copy of its own, in the
+// L2 where it fits) between the same small kernels.
 struct Projection {
   const char* name;
   int64_t K, N;
@@ -370,8 +386,7 @@ double layer_us(cudaStream_t stream, float* scratch, bool gaps,
   return graph_us(stream, [&](int layer) {
     for (int j = 0; j < 4; ++j) {
       gemm(layer, j);
-      for (int s = 0; gaps && s < kLayerProjections[j].gap; ++s)
-        small_kernel<<<1, 64, 0, stream>>>(scratch);
+      small_kernels(stream, scratch, gaps ? kLayerProjections[j].gap : 0);
     }
   });
 }
@@ -393,8 +408,7 @@ void time_layer_chain(cudaStream_t stream, const DeviceLimits& device, float* sc
     auto only = [&](bool hot) {
       return graph_us(stream, [&](int layer) {
         launch(hot ? 0 : layer, j);
-        for (int s = 0; s < kLayerProjections[j].gap; ++s)
-          small_kernel<<<1, 64, 0, stream>>>(scratch);
+        small_kernels(stream, scratch, kLayerProjections[j].gap);
       });
     };
     std::printf("%19s %-7s cold %6.2f, hot %6.2f us with its %d small kernels\n", "", kLayerProjections[j].name,
@@ -675,20 +689,11 @@ int main(int argc, char** argv) {
     long long m = 0, k = 0, n = 0;
     if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &k, &n) == 3) named.push_back({m, k, n});
     // layers=1,16: the decoder layer chain (time_layer_chain) at those M instead of the shapes.
-    if (arg.rfind("layers=", 0) == 0) {
-      for (size_t at = 7; at < arg.size();) {
-        const size_t comma = arg.find(',', at);
-        layer_rows.push_back(std::stoll(arg.substr(at, comma - at)));
-        at = comma == std::string::npos ? arg.size() : comma + 1;
-      }
-    }
+    if (arg.rfind("layers=", 0) == 0)
+      for (const std::string& item : comma_items(arg.substr(7))) layer_rows.push_back(std::stoll(item));
     if (arg.rfind("splits=", 0) == 0) {
       splits.clear();
-      for (size_t at = 7; at < arg.size();) {
-        const size_t comma = arg.find(',', at);
-        splits.push_back(std::stoi(arg.substr(at, comma - at)));
-        at = comma == std::string::npos ? arg.size() : comma + 1;
-      }
+      for (const std::string& item : comma_items(arg.substr(7))) splits.push_back(std::stoi(item));
     }
   }
   DeviceLimits device{};
