@@ -129,3 +129,16 @@ def test_the_reduce_waits_for_the_stream_k_kernel_it_may_overlap(cuobjdump):
     for name, flags in mains.items():
         stream_k = flags.group(1) == "0" and flags.group(2) == "0"
         assert ("PREEXIT" in functions[name]) == (stream_k and reduce_waits), name
+
+
+def test_the_loop_comparison_ignores_renaming_and_counts_rescheduling():
+    """tools/sass_mix.py --compare: what a build change did to a loop, before a GPU runs it."""
+    loop = [(0x0, "LDS.128 R8, [R2+0x10]"), (0x10, "HMMA.16816.F32 R4, R8, R12, R4"),
+            (0x20, "IADD3 R2, R2, 0x20, RZ"), (0x30, "@P0 BRA 0x0")]
+    renamed = [(a + 0x100, t.replace("R8", "R24").replace("P0", "P3").replace("0x0", "0x100"))
+               for a, t in loop]
+    swapped = [loop[0], loop[2], loop[1], loop[3]]
+    assert SASS_MIX.moved(loop, renamed) == 0
+    assert SASS_MIX.moved(loop, swapped) == 2  # the two that traded places
+    assert SASS_MIX.moved(loop, loop[:2] + loop[3:]) == 1
+    assert SASS_MIX.moved(loop, [(0x0, "LDS.64 R8, [R2+0x10]")] + loop[1:]) == 1  # a new width

@@ -3,6 +3,7 @@
     nvcc -std=c++17 -O3 -cubin -o /tmp/stream.cubin ffi/stream_kernel.cu -I ffi \
         -gencode arch=compute_90,code=sm_90
     python tools/sass_mix.py /tmp/stream.cubin 'stream_gemm_kernelI6__halfLNS_13ZeroPointKindE1ELi1ELi8ELb0E'
+    python tools/sass_mix.py --compare /tmp/main.cubin /tmp/variant.cubin [stream_gemm_kernel]
 
 The second argument is a substring of the mangled kernel name (here: fp16, packed zero
 points, one n8 tile, groups of 128 or more, the stream-K grid). The loop reported is
@@ -10,13 +11,24 @@ the predicated backward branch whose body holds the most HMMA instructions, the 
 such body on a tie: for the streaming kernel, the step loop with its 32 HMMA. Counted statically,
 every path of the body once (the flush of a finished column group included), so compare
 builds with it rather than read it as executed instructions; `@!PT` (never-executed,
-still issued) instructions are counted apart. Needs `cuobjdump` (CUDA toolkit, or
-`pip install nvidia-cuda-cuobjdump`; set CUOBJDUMP to its path).
+still issued) instructions are counted apart.
+
+`--compare` pairs the kernels of two builds (by name up to the parameter list, the
+anonymous namespace's hash masked) and says how much of each hottest loop moved: the
+instructions a diff of the two loops touches, registers, predicates and addresses
+masked, so a renaming is no change and a rescheduling is. Whether a change meant to
+leave the loops alone (code after them, a new parameter) did shows there, before any
+GPU run.
+
+Needs `cuobjdump` (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`; set CUOBJDUMP
+to its path).
 """
 
 import collections
+import difflib
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -40,6 +52,13 @@ def instructions(sass):
 
 
 def hottest_loop(code):
+    body = _hottest_loop_or_none(code)
+    if body is None:
+        raise SystemExit("the kernel has no loop")
+    return body
+
+
+def _hottest_loop_or_none(code):
     best = None
     for address, text in code:
         # A loop closes with a predicated backward branch; an unconditional one
@@ -51,9 +70,7 @@ def hottest_loop(code):
         key = (sum(bool(_MMA.search(t)) for _, t in body), -len(body))
         if best is None or key > best[0]:
             best = (key, body)
-    if best is None:
-        raise SystemExit("the kernel has no loop")
-    return best[1]
+    return None if best is None else best[1]
 
 
 def opcode(text):
@@ -62,10 +79,57 @@ def opcode(text):
     return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0]
 
 
+_ANONYMOUS = re.compile(r"_GLOBAL__N__\w+?_cu_[0-9a-f]+")  # the hash differs build to build
+# addresses, registers and predicates (uniform or not): a renaming is no change
+_NAMES = re.compile(r"0x[0-9a-f]+|\bU?R[0-9Z]+\b|\bU?P[0-9T]\b")
+
+
+def kernels(cubin, cuobjdump):
+    """{kernel name up to its parameter list: its instructions} of every kernel in `cubin`."""
+    listing = subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True,
+                             text=True).stdout
+    found, name = {}, None
+    for line in listing.splitlines():
+        header = re.search(r"Function : (\S+)", line)
+        if header:
+            name = re.sub(r"EEv.*$", "EE", _ANONYMOUS.sub("ANON", header.group(1)))
+            found[name] = []
+        elif name and (m := _LINE.match(line)):
+            found[name].append((int(m.group(1), 16), m.group(2)))
+    return found
+
+
+def moved(loop_a, loop_b):
+    """How many instructions of loop_a a diff to loop_b touches (the larger side of each
+    differing run), with registers, predicates and addresses masked."""
+    a, b = ([_NAMES.sub("_", t) for _, t in loop] for loop in (loop_a, loop_b))
+    runs = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in runs if tag != "equal")
+
+
+def compare(cubin_a, cubin_b, name_part, cuobjdump):
+    a, b = kernels(cubin_a, cuobjdump), kernels(cubin_b, cuobjdump)
+    loops = {n: (_hottest_loop_or_none(a[n]), _hottest_loop_or_none(b[n]))
+             for n in sorted(set(a) & set(b)) if name_part in n}
+    names = [n for n, (loop_a, loop_b) in loops.items() if loop_a and loop_b]
+    if not names:
+        raise SystemExit(f"no kernel with a loop containing {name_part!r} in both builds")
+    shares = []
+    for name in names:
+        loop_a, loop_b = loops[name]
+        shares.append(moved(loop_a, loop_b) / len(loop_a))
+        print(f"{shares[-1]:7.1%}  {len(loop_a):5d} -> {len(loop_b):5d}  {name}")
+    print(f"{len(names)} loops: {sum(s == 0 for s in shares)} unchanged, a median "
+          f"{statistics.median(shares):.1%} of a loop's instructions moved, at most "
+          f"{max(shares):.1%}; {len(set(a) ^ set(b))} kernels in one build only")
+
+
 def main(argv):
+    cuobjdump = os.environ.get("CUOBJDUMP", "cuobjdump")
+    if len(argv) in (4, 5) and argv[1] == "--compare":
+        return compare(argv[2], argv[3], argv[4] if len(argv) == 5 else "", cuobjdump)
     if len(argv) != 3:
         raise SystemExit(__doc__)
-    cuobjdump = os.environ.get("CUOBJDUMP", "cuobjdump")
     name, sass = kernel_sass(argv[1], argv[2], cuobjdump)
     body = hottest_loop(instructions(sass))
     counts = collections.Counter(opcode(t) for _, t in body)
