@@ -80,7 +80,8 @@ def load_weights(model, *, base_dir: str | None = None, progress: bool | None = 
     Raises:
       UnsupportedNodeError: for a node that cannot be loaded exactly (a weight
         that is a runtime input, unsupported ``bits``, a non-trivial ``g_idx``,
-        malformed tensors), naming the node and the reason.
+        malformed tensors, a node inside a subgraph or a model-local function),
+        naming the node and the reason.
     """
     if isinstance(model, (str, os.PathLike)):
         model = onnx.load(os.fspath(model), load_external_data=True)
@@ -89,6 +90,12 @@ def load_weights(model, *, base_dir: str | None = None, progress: bool | None = 
     elif base_dir is not None:
         external_data_helper.load_external_data_for_model(model, os.fspath(base_dir))
     graph = model.graph
+    # Only the main graph's nodes are loaded: one inside a control-flow body or a
+    # function runs with that scope's tensors, which a flat dict cannot place.
+    for node, where in _nested_nodes(model):
+        if node.op_type == OP_TYPE and node.domain == DOMAIN:
+            raise UnsupportedNodeError(f"{OP_TYPE} node {node.name or node.output[0]!r}: inside "
+                                       f"{where}; only the main graph's nodes are loaded")
     constants = {t.name: t for t in graph.initializer}
     for node in graph.node:  # weights may also come as Constant nodes
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
@@ -106,6 +113,24 @@ def load_weights(model, *, base_dir: str | None = None, progress: bool | None = 
         bar.update(name)
     bar.close()
     return layers
+
+
+def _nested_nodes(model):
+    """(node, where) of every node below the main graph: in the bodies of its control-flow
+    nodes (If, Loop, Scan: graph attributes, at any depth) and in model-local functions."""
+    def below(nodes, where):
+        for node in nodes:
+            for attr in node.attribute:
+                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    inner = f"{where}the {attr.name!r} body of node {node.name or node.op_type!r}"
+                    yield from ((n, inner) for n in sub.node)
+                    yield from below(sub.node, inner + " in ")
+
+    yield from below(model.graph.node, "")
+    for function in model.functions:
+        where = f"the function {function.name!r}"
+        yield from ((n, where) for n in function.node)
+        yield from below(function.node, where + ": ")
 
 
 def _load_node(node, name, constants, scale_dtype) -> MatMulNBitsLayer:

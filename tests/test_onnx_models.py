@@ -5,6 +5,7 @@ producer) and runs the node or model in onnxruntime (the oracle).
 """
 
 import copy
+import re
 
 import jax
 import numpy as np
@@ -138,6 +139,49 @@ def test_bad_attributes_are_named(attribute, value, message):
             attr.i = value
     with pytest.raises(jmo.UnsupportedNodeError, match=f"'mm'.*{message}"):
         jmo.load_weights(model, progress=False)
+
+
+def _nested(model, where):
+    """`model`'s MatMulNBits node 'mm' moved into both branches of an If node (where =
+    "if"), one level deeper (an If inside that If's body: "if-in-if"), or into a
+    model-local function (where = "function")."""
+    node, inits = model.graph.node[0], list(model.graph.initializer)
+
+    def output(name):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["M", 64])
+
+    if where == "function":
+        fn = helper.make_function("custom", "wrapped", list(node.input), ["Y"], [node],
+                                  opset_imports=OPSETS)
+        call = helper.make_node("wrapped", list(node.input), ["out"], name="call", domain="custom")
+        graph = helper.make_graph([call], "g", list(model.graph.input), [output("out")],
+                                  initializer=inits)
+        return helper.make_model(graph, functions=[fn], ir_version=ONNX_IR_VERSION,
+                                 opset_imports=[*OPSETS, helper.make_opsetid("custom", 1)])
+    body, result = helper.make_graph([node], "then", [], [output("Y")]), "Y"
+    for depth in range(2 if where == "if-in-if" else 1):
+        cond = helper.make_node("Constant", [], [f"c{depth}"],
+                                value=numpy_helper.from_array(np.array(True)))
+        result = f"out{depth}"
+        branch = helper.make_node("If", [f"c{depth}"], [result], name=f"if{depth}",
+                                  then_branch=body, else_branch=body)
+        body = helper.make_graph([cond, branch], f"level{depth}", [], [output(result)])
+    graph = helper.make_graph(list(body.node), "g", list(model.graph.input), [output(result)],
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=ONNX_IR_VERSION)
+
+
+@pytest.mark.parametrize("where, message", [
+    ("if", "the 'else_branch' body of node 'if0'"),  # both branches hold it; else comes first
+    ("if-in-if", "the 'else_branch' body of node 'if1' in the 'else_branch' body of node 'if0'"),
+    ("function", "the function 'wrapped'"),
+])
+def test_nodes_below_the_main_graph_are_named_not_skipped(where, message):
+    model, _ = _node_model(200, 64)
+    nested = _nested(model, where)
+    onnx.checker.check_model(nested)
+    with pytest.raises(jmo.UnsupportedNodeError, match=f"'mm': inside {re.escape(message)}"):
+        jmo.load_weights(nested, progress=False)
 
 
 def test_external_data_path_and_base_dir(tmp_path):
