@@ -1,5 +1,6 @@
 """matmul_nbits against a float64 numpy oracle, and its JAX transformations."""
 
+import dataclasses
 import random
 
 import jax
@@ -252,6 +253,22 @@ def test_grad_matches_reference(rng, zp):
     t = jnp.asarray(activations(rng, a.shape, np.float32))
     _, tangent = jax.jvp(lambda x: jm.matmul_nbits(x, w), (a,), (t,))
     assert_close(tangent, oracle64(np.asarray(t), case), np.float32)
+
+
+@pytest.mark.parametrize("leaf", ["scales", "zero_points"])
+def test_grad_in_the_quantized_weights_is_refused(rng, leaf):
+    """The weights are constants of this op (README: differentiate in a and bias): a
+    tangent in the scales or the float zero points raises instead of silently being
+    dropped, under jit too."""
+    w = make_case(rng, N=48, K=64, block_size=32, zp="float", scale_dtype=np.float32).prepare()
+    a = jnp.asarray(activations(rng, (3, 64), np.float32))
+
+    def loss(x):
+        return jnp.sum(jm.matmul_nbits(a, dataclasses.replace(w, **{leaf: x})))
+
+    for transform in (jax.grad, lambda f: jax.jit(jax.grad(f))):
+        with pytest.raises(NotImplementedError, match="not differentiable in the quantized"):
+            transform(loss)(getattr(w, leaf))
 
 
 def test_grad_half_precision_runs(rng):
