@@ -26,7 +26,7 @@ try:
     from flax import nnx
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "jax_marlin.flax needs Flax (>= 0.10, with flax.nnx): pip install 'jax_marlin[flax]' "
+        "jax_marlin.flax needs Flax (>= 0.12, with flax.nnx): pip install 'jax_marlin[flax]' "
         "or pip install flax"
     ) from e
 
