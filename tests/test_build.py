@@ -107,3 +107,22 @@ def test_the_timeline_build_compiles_and_the_package_carries_none_of_it(tmp_path
         sass = subprocess.run([cuobjdump, "-sass", str(module)], check=True,
                               capture_output=True, text=True, env=env).stdout
         assert kernel in sass and "GLOBALTIMER" not in sass
+
+
+@pytest.mark.parametrize("extra", ["flax", "onnx"])
+def test_the_extras_are_optional(extra):
+    """README: `import jax_marlin` needs neither Flax nor onnx, and the submodule that does
+    says which install it needs. The package is blocked in a fresh interpreter, so this
+    holds whether or not it is installed here."""
+    code = (
+        f"import sys; sys.modules[{extra!r}] = None\n"
+        "import jax_marlin\n"
+        f"assert {extra!r} not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n"
+        "try:\n"
+        f"    import jax_marlin.{extra}\n"
+        "except ImportError as e:\n"
+        f"    assert \"pip install 'jax_marlin[{extra}]'\" in str(e), e\n"
+        "    print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok", out.stderr
