@@ -105,6 +105,24 @@ def test_cuda_lowering_dense_path_dequantizes_with_the_cuda_kernel(cuda, rng, M,
     assert "stablehlo.dot_general" in text
 
 
+@pytest.mark.parametrize("hopper, block_size, last_fused", [
+    (False, 32, 255),  # the mma.sync kernel's range elsewhere (README's figures, literally)
+    (True, 32, 4096),  # the wgmma kernel's on Hopper
+    (True, 16, 255),  # groups of 16: no wgmma kernel, the tiled one's range
+])
+def test_cuda_lowering_cuts_over_to_dense_where_the_fused_range_ends(cuda, monkeypatch, rng,
+                                                                     hopper, block_size,
+                                                                     last_fused):
+    """README's "Which kernel runs where": impl="auto" keeps the fused kernel through the
+    last M of its range and takes the dot from the next one (whether every local GPU runs
+    the Hopper kernel is pretended; the lowering needs no GPU)."""
+    monkeypatch.setattr(ops, "_local_gpus_run_wgmma", lambda: hopper)
+    w = make_case(rng, N=40, K=128, block_size=block_size).prepare()
+    for M, want in ((last_fused, [CUDA_TARGET]), (last_fused + 1, [DEQUANTIZE_TARGET])):
+        text = lowered_text(jm.matmul_nbits, _spec((M, 128), jnp.float16), w, platform="cuda")
+        assert custom_calls(text) == want, M
+
+
 def test_cuda_lowering_fused_for_large_m_when_asked(cuda, weights):
     text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl="fused"),
                         _spec((1500, 100), jnp.float16), weights[4], platform="cuda")
