@@ -118,19 +118,20 @@ def load_weights(model, *, base_dir: str | None = None, progress: bool | None = 
 def _nested_nodes(model):
     """(node, where) of every node below the main graph: in the bodies of its control-flow
     nodes (If, Loop, Scan: graph attributes, at any depth) and in model-local functions."""
-    def below(nodes, where):
+    def below(nodes, outer):
         for node in nodes:
             for attr in node.attribute:
                 for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                    inner = f"{where}the {attr.name!r} body of node {node.name or node.op_type!r}"
-                    yield from ((n, inner) for n in sub.node)
-                    yield from below(sub.node, inner + " in ")
+                    where = f"the {attr.name!r} body of node {node.name or node.op_type!r}"
+                    where += f" in {outer}" if outer else ""
+                    yield from ((n, where) for n in sub.node)
+                    yield from below(sub.node, where)
 
     yield from below(model.graph.node, "")
     for function in model.functions:
         where = f"the function {function.name!r}"
         yield from ((n, where) for n in function.node)
-        yield from below(function.node, where + ": ")
+        yield from below(function.node, where)
 
 
 def _load_node(node, name, constants, scale_dtype) -> MatMulNBitsLayer:

@@ -173,7 +173,7 @@ def _nested(model, where):
 
 @pytest.mark.parametrize("where, message", [
     ("if", "the 'else_branch' body of node 'if0'"),  # both branches hold it; else comes first
-    ("if-in-if", "the 'else_branch' body of node 'if1' in the 'else_branch' body of node 'if0'"),
+    ("if-in-if", "the 'else_branch' body of node 'if0' in the 'else_branch' body of node 'if1'"),
     ("function", "the function 'wrapped'"),
 ])
 def test_nodes_below_the_main_graph_are_named_not_skipped(where, message):
