@@ -223,6 +223,26 @@ def test_quantize_model_fp16_under_jit():
                                rtol=2e-2, atol=2e-2)
 
 
+def test_quantize_model_leaves_subclasses_and_names_a_tuple():
+    """Only exact nnx.Linear layers are replaced (a LoRA layer's adapter would be dropped),
+    and a Linear in a tuple, which cannot be swapped in place, is an error naming where."""
+    class WithLora(nnx.Module):
+        def __init__(self, rngs):
+            self.lora = nnx.LoRALinear(32, 32, lora_rank=4, rngs=rngs)
+            self.plain = nnx.Linear(32, 32, rngs=rngs)
+
+    model = WithLora(nnx.Rngs(0))
+    assert jmf.quantize_model(model, block_size=32).replaced == ("plain",)
+    assert type(model.lora) is nnx.LoRALinear and isinstance(model.plain, jmf.Linear)
+
+    class WithTuple(nnx.Module):
+        def __init__(self, rngs):
+            self.pair = nnx.data((nnx.Linear(32, 32, rngs=rngs), nnx.Linear(32, 32, rngs=rngs)))
+
+    with pytest.raises(TypeError, match="'pair'.*nnx.List"):
+        jmf.quantize_model(WithTuple(nnx.Rngs(0)), block_size=32)
+
+
 def test_quantize_model_rejects_a_lone_linear():
     with pytest.raises(TypeError, match="from_linear"):
         jmf.quantize_model(nnx.Linear(32, 32, rngs=nnx.Rngs(0)))

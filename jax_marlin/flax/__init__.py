@@ -190,4 +190,4 @@ def _replace_children(parent, new_layers: dict[int, Linear], where: str) -> None
     elif isinstance(parent, tuple):
         if any(id(child) in new_layers for child in parent):
             raise TypeError(f"cannot replace a Linear inside the immutable {type(parent).__name__} "
-                            f"at {where or 'the root'!r}: use a list or nnx.List, or exclude it")
+                            f"at {where or 'the root'!r}: hold it in an nnx.List, or exclude it")
