@@ -15,10 +15,10 @@ still issued) instructions are counted apart.
 
 `--compare` pairs the kernels of two builds (by name up to the parameter list, the
 anonymous namespace's hash masked) and says how much of each hottest loop moved: the
-instructions a diff of the two loops touches, registers, predicates and addresses
-masked, so a renaming is no change and a rescheduling is. Whether a change meant to
-leave the loops alone (code after them, a new parameter) did shows there, before any
-GPU run.
+share of the longer loop outside what a diff of the two keeps in common, registers,
+predicates and addresses masked, so a renaming is no change and a rescheduling is.
+Whether a change meant to leave the loops alone (code after them, a new parameter) did
+shows there, before any GPU run.
 
 Needs `cuobjdump` (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`; set CUOBJDUMP
 to its path).
@@ -79,7 +79,7 @@ def opcode(text):
     return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0]
 
 
-_ANONYMOUS = re.compile(r"_GLOBAL__N__\w+?_cu_[0-9a-f]+")  # the hash differs build to build
+_ANONYMOUS = re.compile(r"_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_cu_[0-9a-f]{8}")  # differs per build
 # addresses, registers and predicates (uniform or not): a renaming is no change
 _NAMES = re.compile(r"0x[0-9a-f]+|\bU?R[0-9Z]+\b|\bU?P[0-9T]\b")
 
@@ -100,11 +100,12 @@ def kernels(cubin, cuobjdump):
 
 
 def moved(loop_a, loop_b):
-    """How many instructions of loop_a a diff to loop_b touches (the larger side of each
-    differing run), with registers, predicates and addresses masked."""
+    """How many instructions of the longer loop fall outside what a diff keeps in common
+    (registers, predicates and addresses masked): an instruction added, dropped, changed
+    or scheduled past its neighbours."""
     a, b = ([_NAMES.sub("_", t) for _, t in loop] for loop in (loop_a, loop_b))
-    runs = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in runs if tag != "equal")
+    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    return max(len(a), len(b)) - sum(block.size for block in blocks)
 
 
 def compare(cubin_a, cubin_b, name_part, cuobjdump):
@@ -117,7 +118,7 @@ def compare(cubin_a, cubin_b, name_part, cuobjdump):
     shares = []
     for name in names:
         loop_a, loop_b = loops[name]
-        shares.append(moved(loop_a, loop_b) / len(loop_a))
+        shares.append(moved(loop_a, loop_b) / max(len(loop_a), len(loop_b)))
         print(f"{shares[-1]:7.1%}  {len(loop_a):5d} -> {len(loop_b):5d}  {name}")
     print(f"{len(names)} loops: {sum(s == 0 for s in shares)} unchanged, a median "
           f"{statistics.median(shares):.1%} of a loop's instructions moved, at most "

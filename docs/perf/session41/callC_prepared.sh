@@ -14,8 +14,8 @@
 # turn and 0, the launcher's default of half the L2, spread over the codes: the first
 # part of every 16 KB slice). pf's first "cold:" line runs with no hint: the hint's code
 # at the kernel's end moved the scheduling of the step loops (session 42: the hint as a
-# kernel parameter of its own, `tools/sass_mix.py --compare`: a median 13% of a loop's
-# instructions, 25 of 120 loops unchanged; as StreamParams fields, session 41's form, 75%
+# kernel parameter of its own, `tools/sass_mix.py --compare`: a median 7.7% of a loop's
+# instructions, 25 of 120 loops unchanged; as StreamParams fields, session 41's form, 43%
 # and none), so it reads what the patch costs a model that names no next weights.
 # Predicted (M = 1, us a layer, CUDA graphs):
 #   main, with the small kernels: ~43 of GEMMs (7.1 + 5.7 + 19.4 + 11.2 in graphs) + 15 x
