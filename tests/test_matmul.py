@@ -201,9 +201,18 @@ def test_vmap_over_stacked_weights(rng):
     for i, c in enumerate(cases):
         assert_close(got[i], oracle64(a[i], c, b[i]), np.float32)
     # Shared activations, batched weights.
-    got = jax.jit(jax.vmap(jm.matmul_nbits, in_axes=(None, 0)))(jnp.asarray(a[0]), stacked)
+    shared = jax.vmap(jm.matmul_nbits, in_axes=(None, 0))
+    got = jax.jit(shared)(jnp.asarray(a[0]), stacked)
     for i, c in enumerate(cases):
         assert_close(got[i], oracle64(a[0], c), np.float32)
+    # README: one op per member, in a loop over the batch (not one op on stacked weights).
+    outer = jax.make_jaxpr(shared)(jnp.asarray(a[0]), stacked).jaxpr
+    names = [e.primitive.name for e in outer.eqns]
+    assert names.count("scan") == 1 and ops.matmul_nbits_p.name not in names, names
+    loop = next(e for e in outer.eqns if e.primitive.name == "scan")
+    assert loop.params["length"] == 3
+    body = [e.primitive.name for e in loop.params["jaxpr"].jaxpr.eqns]
+    assert body.count(ops.matmul_nbits_p.name) == 1, body
 
 
 def test_jit_inside_larger_function(rng):
