@@ -352,8 +352,6 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
   constexpr int kAOffset = kBarrierOffset + kBarrierBytes;
   const uint32_t zero_row = smem_base + kZeroRowOffset;
   const uint32_t a_base = smem_base + kAOffset;
-  // Copies `count` of the block's steps from its step `first` to staged steps
-  // `slot` .. slot + count - 1 (asynchronously; the caller commits).
   const T* __restrict__ a = static_cast<const T*>(p.a);
   // kWarpA: the tile split's warps stage and sum their own steps, in the 16-row
   // instances (JAX_MARLIN_STREAM_WARP_A; always where they stage in phases).
@@ -372,18 +370,39 @@ __global__ void __launch_bounds__(kStreamThreads, 2) stream_gemm_kernel(const St
     else
       __syncthreads();
   };
+  // Copies `count` of the block's steps from its step `first` to staged steps
+  // `slot` .. slot + count - 1 (asynchronously; the caller commits). The 16-row
+  // tile split walks its chunks in AStagingWalk's order (stream_plan.h): no
+  // division a copy, 2-8% faster at M = 9-16 (session 42 calls A and D); the
+  // other instances keep the divisions, where the walk read 1.2-1.6% slower (M = 1)
+  // and 2.6% slower (stream-K at M = 16).
   auto stage_a = [&](int first, int count, int slot) {
-    constexpr int kChunksPerRow = kStepK / 8;
-    const int chunks_per_step = rows * kChunksPerRow;
-    for (int c = staging_thread; c < count * chunks_per_step; c += kStagingThreads) {
-      const int i = c / chunks_per_step;
-      const int row = (c / kChunksPerRow) % rows;
-      const int chunk = c % kChunksPerRow;
-      const int ks_i = (stage_begin + first + i) % p.k_steps;
-      const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
+    if constexpr (kMT == 1 || !kTileSplit) {
+      const int chunks_per_step = rows * kAChunksPerRow;
+      for (int c = staging_thread; c < count * chunks_per_step; c += kStagingThreads) {
+        const int i = c / chunks_per_step;
+        const int row = (c / kAChunksPerRow) % rows;
+        const int chunk = c % kAChunksPerRow;
+        const int ks_i = (stage_begin + first + i) % p.k_steps;
+        const int64_t k = static_cast<int64_t>(ks_i) * kStepK + chunk * 8;
+        const bool inside = k < p.K;
+        cp_async_16(a_base + (slot + i) * a_step_bytes + row * kARowBytes + chunk * 16,
+                    inside ? a + row * p.K + k : a, inside ? 16 : 0);
+      }
+      return;
+    }
+    const int total = count * rows * kAChunksPerRow;
+    if (staging_thread >= total) return;
+    AStagingWalk at(staging_thread, kStagingThreads, rows, stage_begin + first, p.k_steps);
+    // Not unrolled: a copy is ~45 instructions either way, and the unrolled
+    // copies lengthened the 16-row kernels' code by ~250-650 instructions
+    // and their spills.
+#pragma unroll 1
+    for (int c = staging_thread; c < total; c += kStagingThreads, at.next()) {
+      const int64_t k = static_cast<int64_t>(at.ks) * kStepK + at.chunk() * 8;
       const bool inside = k < p.K;
-      cp_async_16(a_base + (slot + i) * a_step_bytes + row * kARowBytes + chunk * 16,
-                  inside ? a + row * p.K + k : a, inside ? 16 : 0);
+      cp_async_16(a_base + (slot + at.i) * a_step_bytes + at.row() * kARowBytes + at.chunk() * 16,
+                  inside ? a + at.row() * p.K + k : a, inside ? 16 : 0);
     }
   };
   {

@@ -5,7 +5,8 @@
 // mistakes would be out-of-bounds writes to the workspace or launches over the
 // shared-memory limit, is tested on machines without a GPU
 // (tests/test_stream_plan.py compiles tests/cpp/stream_plan_check.cc against
-// it). No XLA, no device code beyond two __host__ __device__ index functions.
+// it). No XLA, no device code beyond a few __host__ __device__ index functions and
+// the A staging walk (AStagingWalk).
 #pragma once
 
 #include <algorithm>
@@ -52,6 +53,43 @@ constexpr int kBarrierBytes = kStreamWarps * kBulkRuns * 8;
 // eight rows one ldmatrix reads start 4 banks apart (272 / 4 = 68 = 4 mod 32)
 // and the read is conflict-free.
 constexpr int kARowBytes = 2 * kStepK + 16;
+// Staging A: a thread copies the 16-byte chunks c = thread, thread + threads, ...
+// of `count` steps of `rows` rows, c = (i rows + row) kAChunksPerRow + chunk,
+// step i from the global step k_begin (its k-step (k_begin + i) mod k_steps:
+// stream-K's steps run on into the next tile's k-step 0). The walk carries
+// (i, row kAChunksPerRow + chunk, k-step) from one copy to the next, since rows
+// and k_steps are runtime values: dividing by them for every copy took ~75
+// SASS instructions a copy (~45 with the walk), and the 16-row per-warp
+// kernels copy 8 a lane a step (8 P a phase, 16-32 in the prologue).
+constexpr int kAChunksPerRow = kStepK / 8;
+struct AStagingWalk {
+  int i, row_chunk, ks;
+  int i_stride, row_chunk_stride, chunks_per_step, k_steps;
+
+  __host__ __device__ __forceinline__ AStagingWalk(int thread, int threads, int rows,
+                                                   int k_begin, int k_steps_)
+      : chunks_per_step(rows * kAChunksPerRow), k_steps(k_steps_) {
+    i = thread / chunks_per_step;
+    row_chunk = thread - i * chunks_per_step;
+    i_stride = threads / chunks_per_step;
+    row_chunk_stride = threads - i_stride * chunks_per_step;
+    ks = (k_begin + i) % k_steps;
+  }
+  __host__ __device__ __forceinline__ int row() const {
+    return static_cast<unsigned>(row_chunk) / kAChunksPerRow;
+  }
+  __host__ __device__ __forceinline__ int chunk() const {
+    return static_cast<unsigned>(row_chunk) % kAChunksPerRow;
+  }
+  __host__ __device__ __forceinline__ void next() {  // `threads` chunks on
+    int steps = i_stride;
+    row_chunk += row_chunk_stride;
+    if (row_chunk >= chunks_per_step) row_chunk -= chunks_per_step, ++steps;
+    i += steps;
+    ks += steps;
+    if (ks >= k_steps) ks %= k_steps;
+  }
+};
 // Per staged step, row and group: the two fp32 sums of A the fold takes.
 constexpr int kSumsBytes = 2 * sizeof(float);
 // Group rows (groups of 32 or 64, G = 4 or 2 a step, and M x G <= 8): the
@@ -282,14 +320,16 @@ constexpr int64_t kAPhaseFromM = 9;  // the 16-row kernels (kMT = 2) have phases
 // -> 23.72 (M = 12: 23.81 -> 21.80). The phased split's time grows ~0.31 us a
 // block step in all of them, while stream-K's stays ~19 us on N = 4096 up to K =
 // 12288; the C = 1 shapes are the wider ones (more column groups), where
-// stream-K measured slower. -DJAX_MARLIN_STREAM_TILE_PHASES=0 keeps all such
+// stream-K measured slower. With the 16-row instances' A staging walk
+// (stream_kernel.cu; session 42 calls A and D) 14336 x 4096 (56) reads 20.90 ->
+// 20.04-20.10 phased, so the cap is 56 steps. -DJAX_MARLIN_STREAM_TILE_PHASES=0 keeps all such
 // shapes on stream-K; -DJAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS=N moves the cap
 // (for A/B runs of the longer blocks).
 #ifndef JAX_MARLIN_STREAM_TILE_PHASES
 #define JAX_MARLIN_STREAM_TILE_PHASES 1
 #endif
 #ifndef JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS
-#define JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS 48
+#define JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS 56
 #endif
 constexpr int kTilePhaseMinSteps = kRingSteps;
 constexpr int64_t kTilePhaseMaxBlockSteps = JAX_MARLIN_STREAM_TILE_PHASE_MAX_STEPS;  // clusters

@@ -509,7 +509,7 @@ def test_the_tile_split_stages_a_in_phases_per_warp(planner, tmp_path_factory):
              0) for M, K, N in [(16, 11008, 4096), (16, 14336, 4096), (9, 14336, 4096),
                                 (16, 8192, 8192), (12, 8192, 8192)]]
     assert [(got[6], got[7], got[8]) for got in planner(h200)] == [
-        (2, 2, 1), (0, 4, 0), (2, 56, 0), (1, 2, 1), (1, 3, 1)]
+        (2, 2, 1), (2, 2, 1), (2, 56, 0), (1, 2, 1), (1, 3, 1)]
 
 
 def test_a_in_phases(planner, tmp_path_factory):
@@ -584,3 +584,29 @@ def test_python_and_cuda_agree_on_which_m_streams():
     header = (ROOT / "ffi" / "stream_kernel.h").read_text()
     assert int(re.search(r"kStreamMaxM = (\d+);", header).group(1)) == _shapes.STREAM_MAX_M
     assert MAX_PARTS == _shapes.MAX_STREAM_PARTS  # the workspace holds what the reduce adds
+
+
+def test_the_a_staging_walk_copies_every_chunk_once_in_order(tmp_path_factory):
+    """The kernel stages A without dividing by M or the k-steps for every copy
+    (AStagingWalk carries its indices from one copy to the next). Each thread's
+    copies must be the ones the direct division gives, in the same order: the
+    block's (256 threads) and a warp's own (32), M = 1-16, a step range starting
+    inside a tile or past its end (stream-K runs on into the next tile)."""
+    run = host_planner(tmp_path_factory, "a_staging_check.cc")
+    chunks_per_row = 16  # kStepK / 8: a staged row of 128 k in 16-byte chunks
+    cases = [(threads, rows, count, k_begin, k_steps)
+             for threads in (32, 256) for rows in (1, 2, 3, 9, 15, 16)
+             for count in (1, 2, 3, 7, 17) for k_begin, k_steps in
+             ((0, 1), (0, 32), (5, 7), (31, 32), (200, 3), (111, 112), (40, 2))]
+    answers = run(cases)
+    assert len(answers) == len(cases)
+    for case, got in zip(cases, answers):
+        threads, rows, count, k_begin, k_steps = case
+        total = count * rows * chunks_per_row
+        want = []
+        for t in range(min(threads, total)):
+            for c in range(t, total, threads):
+                i = c // (rows * chunks_per_row)
+                want += [i, (c // chunks_per_row) % rows, c % chunks_per_row,
+                         (k_begin + i) % k_steps]
+        assert list(got) == want, case
