@@ -37,20 +37,6 @@ _BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
 _MMA = re.compile(r"\bHG?MMA\b")  # mma.sync's HMMA, wgmma's HGMMA
 
 
-def kernel_sass(cubin, name_part, cuobjdump):
-    listing = subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True,
-                             text=True).stdout
-    names = [n for n in re.findall(r"Function : (\S+)", listing) if name_part in n]
-    if not names:
-        raise SystemExit(f"no kernel whose name contains {name_part!r} in {cubin}")
-    return names[0], subprocess.run([cuobjdump, "-sass", "-fun", names[0], cubin], check=True,
-                                    capture_output=True, text=True).stdout
-
-
-def instructions(sass):
-    return [(int(m.group(1), 16), m.group(2)) for m in map(_LINE.match, sass.splitlines()) if m]
-
-
 def hottest_loop(code):
     body = _hottest_loop_or_none(code)
     if body is None:
@@ -84,19 +70,29 @@ _ANONYMOUS = re.compile(r"_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_cu_[0-9a-f]{8}")  # d
 _NAMES = re.compile(r"0x[0-9a-f]+|\bU?R[0-9Z]+\b|\bU?P[0-9T]\b")
 
 
-def kernels(cubin, cuobjdump):
-    """{kernel name up to its parameter list: its instructions} of every kernel in `cubin`."""
-    listing = subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True,
-                             text=True).stdout
+def functions(listing):
+    """{mangled kernel name: its (address, instruction) list} of a `cuobjdump -sass` listing."""
     found, name = {}, None
     for line in listing.splitlines():
         header = re.search(r"Function : (\S+)", line)
         if header:
-            name = re.sub(r"EEv.*$", "EE", _ANONYMOUS.sub("ANON", header.group(1)))
+            name = header.group(1)
             found[name] = []
         elif name and (m := _LINE.match(line)):
             found[name].append((int(m.group(1), 16), m.group(2)))
     return found
+
+
+def sass_listing(cubin, cuobjdump):
+    return subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def kernels(cubin, cuobjdump):
+    """{kernel name up to its parameter list, the anonymous namespace masked: its
+    instructions} of every kernel in `cubin`: the names two builds share."""
+    return {re.sub(r"EEv.*$", "EE", _ANONYMOUS.sub("ANON", name)): code
+            for name, code in functions(sass_listing(cubin, cuobjdump)).items()}
 
 
 def moved(loop_a, loop_b):
@@ -131,8 +127,12 @@ def main(argv):
         return compare(argv[2], argv[3], argv[4] if len(argv) == 5 else "", cuobjdump)
     if len(argv) != 3:
         raise SystemExit(__doc__)
-    name, sass = kernel_sass(argv[1], argv[2], cuobjdump)
-    body = hottest_loop(instructions(sass))
+    found = {n: code for n, code in functions(sass_listing(argv[1], cuobjdump)).items()
+             if argv[2] in n}
+    if not found:
+        raise SystemExit(f"no kernel whose name contains {argv[2]!r} in {argv[1]}")
+    name, code = next(iter(found.items()))
+    body = hottest_loop(code)
     counts = collections.Counter(opcode(t) for _, t in body)
     print(name)
     print(f"loop {body[0][0]:#x}..{body[-1][0]:#x}: {len(body)} instructions, "
