@@ -7,10 +7,11 @@ repo="${repo:-$(pwd)}"
 # No autotuning: under racecheck XLA's autotuner compiles and runs every
 # candidate GEMM fusion instrumented, which took minutes and crashed the
 # sanitizer once (session 3); the sweep's oracle needs no fast GEMM.
-# A run that ends in exit 139 with no summary is run once more, its log kept as
-# LOG.crash: compute-sanitizer itself segfaulted three times in session 16's eight
+# A run that ends in exit 139 with no summary is run again, up to twice, its log kept
+# as LOG.crash: compute-sanitizer itself segfaulted three times in session 16's eight
 # calls (dmesg put the fault in its binary), and each of those runs passed when
-# repeated. A crash of ours would crash the second run too.
+# repeated; in session 43 (call E) it crashed at start-up, banner only, twice in a
+# row. A crash of ours would crash every run.
 run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default]
   # SANITIZE_PARTS="fused dense ..." (tools/sanitize_sweep.py's PARTS): one process a
   # part, each with its own timeout and log (LOG.PART): compute-sanitizer crashed on the
@@ -23,13 +24,13 @@ run_sanitizer() {  # tool timeout_s log [sweep script: the checkout's by default
     return
   fi
   local attempt rc
-  for attempt in 1 2; do
+  for attempt in 1 2 3; do
     (cd /tmp && XLA_PYTHON_CLIENT_ALLOCATOR=platform \
        XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout "$2" \
        compute-sanitizer --tool "$1" --kernel-name kns=marlin --error-exitcode 3 \
        python3 "${4:-$repo/tools/sanitize_sweep.py}" >"$3" 2>&1)
     rc=$?
-    if [ "$rc" = 139 ] && [ "$attempt" = 1 ] && ! grep -q "SUMMARY" "$3"; then
+    if [ "$rc" = 139 ] && [ "$attempt" != 3 ] && ! grep -q "SUMMARY" "$3"; then
       mv "$3" "$3.crash"
       echo "$1 crashed (exit 139, no summary; $3.crash): once more"
       continue
