@@ -129,3 +129,34 @@ def test_the_loop_comparison_ignores_renaming_and_counts_rescheduling():
     assert SASS_MIX.moved(loop, swapped) == 1  # one scheduled past the other
     assert SASS_MIX.moved(loop, loop[:2] + loop[3:]) == 1
     assert SASS_MIX.moved(loop, [(0x0, "LDS.64 R8, [R2+0x10]")] + loop[1:]) == 1  # a new width
+
+
+def test_the_build_comparison_pairs_kernels_by_name_and_reads_loops_or_whole_kernels(
+        monkeypatch, capsys):
+    """tools/sass_mix.py --compare and --compare-whole on two stand-in builds: kernels
+    paired by name with the anonymous namespace's hash and the parameter list masked; a
+    change outside the loop moves the whole kernel but not its loop."""
+    listing = ("\t\tFunction : _ZN10jax_marlin49_GLOBAL__N__9ba0515b_16_stream_kernel_cu_"
+               "7c24bb5318stream_gemm_kernelI6__halfEEvNS0_12StreamParamsE\n"
+               "        /*0000*/                   MOV R1, c[0x0][0x28] ;\n"
+               "        /*0010*/                   EXIT ;\n")
+    monkeypatch.setattr(SASS_MIX, "sass_listing", lambda cubin, tool: listing)
+    assert SASS_MIX.kernels("a.cubin", "cuobjdump") == {
+        "_ZN10jax_marlin49ANON18stream_gemm_kernelI6__halfEE":
+            [(0x0, "MOV R1, c[0x0][0x28]"), (0x10, "EXIT")]}
+
+    loop = [(0x10, "LDS.128 R8, [R2+0x10]"), (0x20, "HMMA.16816.F32 R4, R8, R12, R4"),
+            (0x30, "@P0 BRA 0x10")]
+    before = {"kernel_a": [(0x0, "MOV R2, RZ")] + loop + [(0x40, "EXIT")],
+              "kernel_b": [(0x0, "MOV R2, RZ")] + loop + [(0x40, "EXIT")],
+              "only_in_a": [(0x0, "EXIT")]}
+    after = {"kernel_a": [(0x0, "MOV R2, RZ")] + loop + [(0x40, "EXIT")],
+             "kernel_b": [(0x0, "IADD3 R2, R3, 0x4, RZ")] + loop + [(0x40, "EXIT")]}
+    monkeypatch.setattr(SASS_MIX, "kernels", lambda cubin, tool: {"a": before, "b": after}[cubin])
+    assert SASS_MIX.compare("a", "b", "kernel", "cuobjdump") == {"kernel_a": 0.0, "kernel_b": 0.0}
+    assert "2 loops: 2 unchanged" in capsys.readouterr().out
+    whole = SASS_MIX.compare("a", "b", "kernel", "cuobjdump", whole=True)
+    assert whole == {"kernel_a": 0.0, "kernel_b": 1 / 5}
+    out = capsys.readouterr().out
+    assert "2 kernels: 1 unchanged" in out and "1 kernels in one build only" in out
+    assert SASS_MIX.compare("a", "b", "kernel_b", "cuobjdump", whole=True) == {"kernel_b": 1 / 5}

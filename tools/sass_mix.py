@@ -18,7 +18,12 @@ anonymous namespace's hash masked) and says how much of each hottest loop moved:
 share of the longer loop outside what a diff of the two keeps in common, registers,
 predicates and addresses masked, so a renaming is no change and a rescheduling is.
 Whether a change meant to leave the loops alone (code after them, a new parameter) did
-shows there, before any GPU run.
+shows there, before any GPU run. `--compare-whole` diffs whole kernels the same way:
+a kernel at 0.0% is the same code, e.g. to show which instances of a change are the
+ones an earlier build already ran (session 43: the walk's 16-row instances against
+the build memcheck had checked, every other kernel against `main`).
+
+    python tools/sass_mix.py --compare-whole /tmp/main.cubin /tmp/variant.cubin [name]
 
 Needs `cuobjdump` (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`; set CUOBJDUMP
 to its path).
@@ -104,27 +109,34 @@ def moved(loop_a, loop_b):
     return max(len(a), len(b)) - sum(block.size for block in blocks)
 
 
-def compare(cubin_a, cubin_b, name_part, cuobjdump):
+def compare(cubin_a, cubin_b, name_part, cuobjdump, whole=False):
+    """Prints how much of each kernel's hottest loop (`whole`: of each kernel) moved
+    between two builds, a kernel a line, then a summary; returns the shares moved."""
     a, b = kernels(cubin_a, cuobjdump), kernels(cubin_b, cuobjdump)
-    loops = {n: (_hottest_loop_or_none(a[n]), _hottest_loop_or_none(b[n]))
-             for n in sorted(set(a) & set(b)) if name_part in n}
-    names = [n for n, (loop_a, loop_b) in loops.items() if loop_a and loop_b]
+    part = (lambda code: code) if whole else _hottest_loop_or_none
+    what = "kernels" if whole else "loops"
+    bodies = {n: (part(a[n]), part(b[n])) for n in sorted(set(a) & set(b)) if name_part in n}
+    names = [n for n, (body_a, body_b) in bodies.items() if body_a and body_b]
     if not names:
-        raise SystemExit(f"no kernel with a loop containing {name_part!r} in both builds")
-    shares = []
+        raise SystemExit(f"no kernel with {what} containing {name_part!r} in both builds")
+    shares = {}
     for name in names:
-        loop_a, loop_b = loops[name]
-        shares.append(moved(loop_a, loop_b) / max(len(loop_a), len(loop_b)))
-        print(f"{shares[-1]:7.1%}  {len(loop_a):5d} -> {len(loop_b):5d}  {name}")
-    print(f"{len(names)} loops: {sum(s == 0 for s in shares)} unchanged, a median "
-          f"{statistics.median(shares):.1%} of a loop's instructions moved, at most "
-          f"{max(shares):.1%}; {len(set(a) ^ set(b))} kernels in one build only")
+        body_a, body_b = bodies[name]
+        shares[name] = moved(body_a, body_b) / max(len(body_a), len(body_b))
+        print(f"{shares[name]:7.1%}  {len(body_a):5d} -> {len(body_b):5d}  {name}")
+    values = list(shares.values())
+    print(f"{len(names)} {what}: {sum(s == 0 for s in values)} unchanged, a median "
+          f"{statistics.median(values):.1%} of their instructions moved, at most "
+          f"{max(values):.1%}; {len(set(a) ^ set(b))} kernels in one build only")
+    return shares
 
 
 def main(argv):
     cuobjdump = os.environ.get("CUOBJDUMP", "cuobjdump")
-    if len(argv) in (4, 5) and argv[1] == "--compare":
-        return compare(argv[2], argv[3], argv[4] if len(argv) == 5 else "", cuobjdump)
+    if len(argv) in (4, 5) and argv[1] in ("--compare", "--compare-whole"):
+        compare(argv[2], argv[3], argv[4] if len(argv) == 5 else "", cuobjdump,
+                whole=argv[1] == "--compare-whole")
+        return
     if len(argv) != 3:
         raise SystemExit(__doc__)
     found = {n: code for n, code in functions(sass_listing(argv[1], cuobjdump)).items()
