@@ -7,6 +7,7 @@ Weights in the ONNX ``com.microsoft::MatMulNBits`` format are repacked once by
 from jax_marlin import reference
 from jax_marlin._ffi import build_info
 from jax_marlin.ops import matmul_nbits
+from jax_marlin.parallel import split_weights
 from jax_marlin.quantize import QuantizedWeights, quantize
 from jax_marlin.weights import MarlinWeights, dequantize, prepare
 
@@ -19,5 +20,6 @@ __all__ = [
     "prepare",
     "quantize",
     "reference",
+    "split_weights",
 ]
 __version__ = "0.1.0"

@@ -21,9 +21,11 @@ from jax_marlin import _checks, _format, _layout
 class MarlinWeights:
     """A quantized ``[N, K]`` weight, ready for :func:`jax_marlin.matmul_nbits`.
 
-    A pytree: the arrays are leaves (they live on the device, shard, donate and
-    checkpoint like any parameter), ``K``, ``N``, ``bits`` and ``block_size``
-    are static metadata. Build it with :func:`prepare`. For ``bits == 4`` the
+    A pytree: the arrays are leaves (they live on the device, donate and
+    checkpoint like any parameter; placed sharded, they are gathered by
+    :func:`matmul_nbits` under ``jit``, which has no partitioning rule: for
+    tensor parallelism see :func:`jax_marlin.split_weights`), ``K``, ``N``,
+    ``bits`` and ``block_size`` are static metadata. Build it with :func:`prepare`. For ``bits == 4`` the
     arrays are in the tile layout of ``jax_marlin._layout``; for 2 and 8 bits
     they keep the ONNX row layout.
     """

@@ -3,8 +3,9 @@ interpreter on this machine's default backend, with small sizes where it takes t
 
 Each script checks itself against an oracle it prints (quickstart: the ``jax.numpy``
 reference; flax_model: the dequantized float model; onnx_example: onnxruntime's own
-MatMulNBits kernel); the tests read those figures back and hold them to a bound, so a
-script that stops matching, or stops running, fails here. (examples/decode.py has its
+MatMulNBits kernel; tensor_parallel: the ``jax.numpy`` reference, for each form); the
+tests read those figures back and hold them to a bound, so a script that stops
+matching, or stops running, fails here. (examples/decode.py has its
 own tests, tests/test_examples.py.)
 """
 
@@ -58,3 +59,12 @@ def test_onnx_example_matches_onnxruntime():
         pytest.importorskip(module)
     out = _run("onnx_example.py")
     assert _figure(out, "relative error, jax_marlin (Flax) vs onnxruntime MatMulNBits:") <= 1e-3
+
+
+def test_tensor_parallel_example_matches_the_oracle_without_gathering():
+    # Four CPU devices where the machine has fewer than two accelerators.
+    out = _run("tensor_parallel.py")
+    for form in ("column-parallel", "row-parallel"):
+        line = next(l for l in out.splitlines() if l.startswith(form))
+        assert _figure(line, "all-gathers") == 0, out
+        assert _figure(line, "relative error vs the jax.numpy oracle:") < 2e-3, out
