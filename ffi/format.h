@@ -7,6 +7,16 @@
 
 namespace jax_marlin::format {
 
+// The attributes a weight may have: K and N in [1, 2^31], block_size a power of
+// two in [16, 2^31] (so k_pad < 2^32), bits 2, 4 or 8 (_checks.format_attributes
+// in Python).
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+inline bool ValidShape(int64_t K, int64_t N, int64_t bits, int64_t block_size) {
+  return K >= 1 && N >= 1 && K <= kMaxDim && N <= kMaxDim && block_size >= 16 &&
+         block_size <= kMaxDim && (block_size & (block_size - 1)) == 0 &&
+         (bits == 2 || bits == 4 || bits == 8);
+}
+
 inline int64_t KBlocks(int64_t K, int64_t block_size) {
   return (K + block_size - 1) / block_size;
 }

@@ -21,6 +21,15 @@ struct WeightShape {
   bool tiles() const { return bits == 4; }
 };
 
+// x * y * z, false where it overflows int64: the sizes below are products of K,
+// N and block_size (bounded by format::ValidShape, k_pad < 2^32), checked so that
+// none can wrap around to a size that a small buffer matches (a block_size of
+// 2^62 once let an empty codes buffer through).
+inline bool CheckedProduct(int64_t x, int64_t y, int64_t z, int64_t* product) {
+  int64_t xy = 0;
+  return !__builtin_mul_overflow(x, y, &xy) && !__builtin_mul_overflow(xy, z, product);
+}
+
 inline xla::ffi::Error SizeError(const char* name, int64_t expected, int64_t got) {
   return xla::ffi::Error::InvalidArgument(std::string("jax_marlin: ") + name + " must have " +
                                           std::to_string(expected) + " elements, got " +
@@ -32,13 +41,21 @@ inline xla::ffi::Error SizeError(const char* name, int64_t expected, int64_t got
 inline xla::ffi::Error CheckWeights(const WeightShape& s, xla::ffi::AnyBuffer codes,
                                     xla::ffi::AnyBuffer scales, xla::ffi::AnyBuffer zero_points) {
   using xla::ffi::Error;
-  if (s.K < 1 || s.N < 1 || s.block_size < 16 || (s.block_size & (s.block_size - 1)) ||
-      (s.bits != 2 && s.bits != 4 && s.bits != 8) || s.zero_point_kind < 0 ||
+  if (!format::ValidShape(s.K, s.N, s.bits, s.block_size) || s.zero_point_kind < 0 ||
       s.zero_point_kind > 2) {
-    return Error::InvalidArgument("jax_marlin: invalid K, N, bits, block_size or zero-point kind");
+    return Error::InvalidArgument(
+        "jax_marlin: invalid K, N, bits, block_size or zero-point kind (K and N in [1, 2^31], "
+        "block_size a power of two in [16, 2^31], bits 2, 4 or 8)");
   }
   const int64_t kb = s.k_blocks();
-  const int64_t code_words = s.tiles() ? s.n_pad() * s.k_pad() / 8 : s.N * s.k_pad() * s.bits / 8;
+  int64_t code_bits = 0, per_column = 0, zp_row_bytes = (kb * s.bits + 7) / 8, zp_bytes = 0;
+  if (!CheckedProduct(s.tiles() ? s.n_pad() : s.N, s.k_pad(), s.bits, &code_bits) ||
+      !CheckedProduct(kb, s.tiles() ? s.n_pad() : s.N, 1, &per_column) ||
+      !CheckedProduct(s.N, zp_row_bytes, 1, &zp_bytes)) {
+    return Error::InvalidArgument("jax_marlin: K, N and block_size give sizes past int64");
+  }
+  // 4 bits: uint32 words of 8 codes; 2 and 8 bits: bytes.
+  const int64_t code_words = s.tiles() ? code_bits / 32 : code_bits / 8;
   const auto code_type = s.tiles() ? xla::ffi::DataType::U32 : xla::ffi::DataType::U8;
   if (codes.element_type() != code_type) {
     return Error::InvalidArgument("jax_marlin: codes have the wrong dtype for bits");
@@ -46,13 +63,12 @@ inline xla::ffi::Error CheckWeights(const WeightShape& s, xla::ffi::AnyBuffer co
   if (int64_t(codes.element_count()) != code_words) {
     return SizeError("codes", code_words, codes.element_count());
   }
-  const int64_t per_column = s.tiles() ? kb * s.n_pad() : kb * s.N;
   if (int64_t(scales.element_count()) != per_column) {
     return SizeError("scales", per_column, scales.element_count());
   }
   int64_t zp_expected = 0;
   if (s.zero_point_kind == 1) {
-    zp_expected = s.tiles() ? kb * s.n_pad() / 8 : s.N * ((kb * s.bits + 7) / 8);
+    zp_expected = s.tiles() ? per_column / 8 : zp_bytes;
     const auto zp_type = s.tiles() ? xla::ffi::DataType::U32 : xla::ffi::DataType::U8;
     if (zero_points.element_type() != zp_type) {
       return Error::InvalidArgument("jax_marlin: packed zero_points have the wrong dtype");
@@ -82,7 +98,11 @@ inline xla::ffi::Error CheckBuffers(const WeightShape& s, xla::ffi::AnyBuffer a,
     return Error::InvalidArgument("jax_marlin: a must have shape [..., K]");
   }
   *M = static_cast<int64_t>(a.element_count()) / s.K;
-  if (out_elements != *M * s.N) return SizeError("out", *M * s.N, out_elements);
+  int64_t out_expected = 0;
+  if (__builtin_mul_overflow(*M, s.N, &out_expected)) {
+    return Error::InvalidArgument("jax_marlin: M x N overflows int64");
+  }
+  if (out_elements != out_expected) return SizeError("out", out_expected, out_elements);
   if (bias.element_count() != 0 && int64_t(bias.element_count()) != s.N) {
     return SizeError("bias", s.N, bias.element_count());
   }

@@ -8,10 +8,25 @@
 
 #include <cuda_runtime_api.h>
 
+#include "format.h"
 #include "handlers.h"
 #include "xla/ffi/api/c_api.h"
 
 namespace nb = nanobind;
+
+// The plan queries' shape, checked as the handlers check it (handler_checks.h):
+// a block_size of 0 or an N of 0 would divide by zero in the planners.
+static void RaiseIfInvalid(int64_t M, int64_t K, int64_t N, int64_t block_size,
+                           int64_t zero_point_kind) {
+  if (M < 1 || !jax_marlin::format::ValidShape(K, N, 4, block_size) || zero_point_kind < 0 ||
+      zero_point_kind > 2) {
+    throw std::invalid_argument(
+        "jax_marlin: a plan needs M >= 1, K and N in [1, 2^31], block_size a power of two in "
+        "[16, 2^31] and a zero-point kind 0-2, got M=" + std::to_string(M) + ", K=" +
+        std::to_string(K) + ", N=" + std::to_string(N) + ", block_size=" +
+        std::to_string(block_size) + ", kind=" + std::to_string(zero_point_kind));
+  }
+}
 
 // A planner that could not ask the device (no GPU, a driver error) raises.
 static void RaiseIfFailed(cudaError_t error) {
@@ -50,6 +65,7 @@ NB_MODULE(_cuda, m) {
                              int64_t stream_k_floats,
                              int64_t split_k) {
     const char* kernel = nullptr;
+    RaiseIfInvalid(M, K, N, block_size, zero_point_kind);
     RaiseIfFailed(jax_marlin::PlanKernel(M, K, N, block_size, zero_point_kind, bfloat16,
                                          workspace_floats, stream_k_floats, split_k, &kernel));
     return std::string(kernel);
@@ -61,6 +77,7 @@ NB_MODULE(_cuda, m) {
                           int64_t split_k) -> nb::object {
     bool streams = false;
     jax_marlin::StreamGridInfo info{};
+    RaiseIfInvalid(M, K, N, block_size, zero_point_kind);
     RaiseIfFailed(jax_marlin::PlanStreamGrid(M, K, N, block_size, zero_point_kind, bfloat16,
                                              workspace_floats, stream_k_floats, split_k, &streams,
                                              &info));
@@ -87,6 +104,7 @@ NB_MODULE(_cuda, m) {
                          int64_t split_k) -> nb::object {
     bool wgmma = false;
     jax_marlin::WgmmaGridInfo info{};
+    RaiseIfInvalid(M, K, N, block_size, zero_point_kind);
     RaiseIfFailed(jax_marlin::PlanWgmmaGrid(M, K, N, block_size, zero_point_kind, bfloat16,
                                             workspace_floats, stream_k_floats, split_k, &wgmma,
                                             &info));

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jax_marlin import _format
+from jax_marlin import _format, _layout
 
 FLOAT_DTYPES = (np.dtype("float16"), np.dtype("float32"))
 try:  # bfloat16 is an ml_dtypes type, which jax always brings along
@@ -24,14 +24,21 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+# The largest K, N and block_size (ffi/format.h kMaxDim): the kernels' size checks
+# multiply them, and past this a product could leave int64.
+MAX_DIM = 1 << 31
+
+
 def format_attributes(K, N, bits, block_size) -> None:
     for name, value in (("K", K), ("N", N)):
-        if not _is_int(value) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if bits not in _format.SUPPORTED_BITS:
+        if not _is_int(value) or not 1 <= value <= MAX_DIM:
+            raise ValueError(f"{name} must be an integer from 1 to 2**31, got {value!r}")
+    if not _is_int(bits) or bits not in _format.SUPPORTED_BITS:
         raise ValueError(f"bits must be one of {_format.SUPPORTED_BITS}, got {bits!r}")
-    if not _is_int(block_size) or block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a power of two >= 16, got {block_size!r}")
+    if (not _is_int(block_size) or not 16 <= block_size <= MAX_DIM
+            or block_size & (block_size - 1)):
+        raise ValueError(f"block_size must be a power of two from 16 to 2**31, got "
+                         f"{block_size!r}")
 
 
 def float_dtype(name: str, dtype) -> np.dtype:
@@ -97,3 +104,31 @@ def bias(value, N: int) -> None:
         return
     float_dtype("bias", value.dtype)
     _shape_is("bias", value, (N,))
+
+
+def prepared_weights(w) -> None:
+    """Checks a MarlinWeights' arrays against its K, N, bits and block_size (as
+    :func:`jax_marlin.prepare` makes them), for weights built by hand or edited."""
+    format_attributes(w.K, w.N, w.bits, w.block_size)
+    num_blocks = _format.k_blocks(w.K, w.block_size)
+    if w.bits == 4:  # the tile layout (jax_marlin/_layout.py)
+        n_pad = _layout.n_pad(w.N)
+        codes = ((n_pad // 64, num_blocks * w.block_size // 16, 128), np.uint32)
+        per_column = (num_blocks, n_pad)
+        packed_zero_points = ((num_blocks, n_pad // 8), np.uint32)
+    else:  # the ONNX row layout
+        codes = ((w.N, num_blocks * _format.blob_bytes(w.block_size, w.bits)), np.uint8)
+        per_column = (w.N, num_blocks)
+        packed_zero_points = ((w.N, _format.zero_point_row_bytes(num_blocks, w.bits)), np.uint8)
+    scale_dtype = float_dtype("weights.scales", w.scales.dtype)
+    expected = [("weights.codes", w.codes, *codes), ("weights.scales", w.scales, per_column,
+                                                     scale_dtype)]
+    if w.zero_points is not None:
+        packed = np.issubdtype(np.dtype(w.zero_points.dtype), np.integer)
+        expected.append(("weights.zero_points", w.zero_points,
+                         *(packed_zero_points if packed else (per_column, scale_dtype))))
+    for name, array, shape, dtype in expected:
+        if np.dtype(array.dtype) != np.dtype(dtype):
+            raise TypeError(f"{name} must have dtype {np.dtype(dtype)}, got "
+                            f"{np.dtype(array.dtype)}")
+        _shape_is(name, array, shape)

@@ -33,7 +33,9 @@ def split_k_workspace_floats(M: int, n_pad: int) -> int:
     """
     if M <= STREAM_MAX_M:
         parts = min(MAX_STREAM_PARTS, MAX_STREAM_WORKSPACE_FLOATS // max(1, M * n_pad))
-        return parts * M * n_pad
+        # No part fits (M x n_pad > 2^23): the tiled kernel, which needs none; the
+        # handler still takes one float (a workspace is never empty).
+        return parts * M * n_pad if parts else 1
     splits = min(MAX_SPLIT_K, MAX_WORKSPACE_FLOATS // max(1, M * n_pad))
     return splits * M * n_pad if splits > 1 else 1
 

@@ -23,7 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 import jax_marlin
-from jax_marlin import _format
+from jax_marlin import _checks, _format
 from jax_marlin.weights import MarlinWeights
 
 __all__ = ["MatMulNBitsLayer", "UnsupportedNodeError", "load_weights"]
@@ -186,8 +186,7 @@ def _load_node(node, name, constants, scale_dtype) -> MatMulNBitsLayer:
                                      block_size=block_size, scale_dtype=scale_dtype)
         if bias is not None:
             bias = jnp.asarray(bias)
-            if bias.shape != (N,):
-                raise ValueError(f"bias must have shape ({N},), got {bias.shape}")
+            _checks.bias(bias, N)  # float [N]: the format's bias has A's type
     except (TypeError, ValueError) as e:
         raise fail(str(e)) from e
     return MatMulNBitsLayer(weights, bias, list(node.input), list(node.output))

@@ -44,6 +44,7 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
             f"{type(weights).__name__}")
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    _checks.prepared_weights(weights)
     a = jnp.asarray(a)
     _checks.activations(a, weights.K)
     if bias is not None:
@@ -367,24 +368,20 @@ def _batch(args, dims, **params):
     a_dim, *weight_dims, bias_dim = dims
     if any(d is not None for d in weight_dims):
         return _batch_over_weights(args, dims, params)
+    if bias_dim is not None:
+        # A bias per member: one op each, so that each adds its bias in fp32 before the
+        # one rounding, as an unbatched call does (added after the op, a batched bias
+        # rounded twice: 132 of 512 bf16 outputs differed).
+        return _batch_over_weights(args, dims, params)
     # Shared weights, never copied: batched activations fold into M.
     if a_dim == a.ndim - 1:
         a, a_dim = jnp.moveaxis(a, a_dim, 0), 0
-    if bias_dim is None:
-        return matmul_nbits_p.bind(a, codes, scales, zero_points, bias, **params), a_dim
-    # A batched bias is added after the op (in float32, then rounded again).
-    y = matmul_nbits_p.bind(a, codes, scales, zero_points, jnp.zeros((0,), a.dtype), **params)
-    if a_dim is None:
-        y, a_dim = y[None], 0
-    shape = [1] * y.ndim
-    shape[a_dim], shape[-1] = bias.shape[bias_dim], y.shape[-1]
-    bias = jnp.moveaxis(bias, bias_dim, 0).reshape(shape)
-    return (y.astype(jnp.float32) + bias.astype(jnp.float32)).astype(y.dtype), a_dim
+    return matmul_nbits_p.bind(a, codes, scales, zero_points, bias, **params), a_dim
 
 
 def _batch_over_weights(args, dims, params):
-    """A batch of weights (e.g. experts): one op per member, in a loop; only the
-    batched operands are sliced, the shared ones are closed over."""
+    """A batch of weights (e.g. experts) or of biases: one op per member, in a loop;
+    only the batched operands are sliced, the shared ones are closed over."""
     batched = [i for i, d in enumerate(dims) if d is not None]
     sliced = tuple(jnp.moveaxis(args[i], dims[i], 0) for i in batched)
 
@@ -411,25 +408,37 @@ def _jvp(primals, tangents, **params):
         raise NotImplementedError("jax_marlin.matmul_nbits is not differentiable in the "
                                   "quantized weights; differentiate in a and bias")
     out = matmul_nbits_p.bind(*primals, **params)
-    out_dot = jnp.zeros(out.shape, out.dtype)
+    has_bias_dot = type(bias_dot) is not ad.Zero and bias.size
     if type(a_dot) is not ad.Zero:
-        no_bias = jnp.zeros((0,), a.dtype)
-        out_dot = matmul_nbits_p.bind(a_dot, codes, scales, zero_points, no_bias, **params)
-    if type(bias_dot) is not ad.Zero and bias.size:
-        out_dot = out_dot + bias_dot.astype(out.dtype)
+        # The op is affine: its tangent is the op on (a_dot, bias_dot), one rounding.
+        bias_dot = bias_dot.astype(a.dtype) if has_bias_dot else jnp.zeros((0,), a.dtype)
+        out_dot = matmul_nbits_p.bind(a_dot, codes, scales, zero_points, bias_dot, **params)
+    elif has_bias_dot:
+        out_dot = jnp.broadcast_to(bias_dot.astype(out.dtype), out.shape)
+    else:
+        out_dot = jnp.zeros(out.shape, out.dtype)
     return out, out_dot
 
 
 def _transpose(cotangent, a, codes, scales, zero_points, bias, **params):
-    if not ad.is_undefined_primal(a) or any(
-            ad.is_undefined_primal(x) for x in (codes, scales, zero_points, bias)):
-        raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a")
-    if type(cotangent) is ad.Zero:
-        return ad.Zero(a.aval), None, None, None, None
-    dtype = a.aval.dtype
-    a_bar = _dot_dequantized("...n,nk->...k", cotangent.astype(dtype), codes, scales,
-                             zero_points, params)
-    return a_bar.astype(dtype), None, None, None, None
+    # Linear in a and bias (the jvp binds the op on their tangents together).
+    if any(ad.is_undefined_primal(x) for x in (codes, scales, zero_points)):
+        raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a and bias")
+    a_bar = bias_bar = None
+    if ad.is_undefined_primal(a):
+        if type(cotangent) is ad.Zero:
+            a_bar = ad.Zero(a.aval)
+        else:
+            dtype = a.aval.dtype
+            a_bar = _dot_dequantized("...n,nk->...k", cotangent.astype(dtype), codes, scales,
+                                     zero_points, params).astype(dtype)
+    if ad.is_undefined_primal(bias):
+        if type(cotangent) is ad.Zero:
+            bias_bar = ad.Zero(bias.aval)
+        else:
+            rows = tuple(range(cotangent.ndim - 1))
+            bias_bar = cotangent.astype(jnp.float32).sum(rows).astype(bias.aval.dtype)
+    return a_bar, None, None, None, bias_bar
 
 
 ad.primitive_jvps[matmul_nbits_p] = _jvp

@@ -25,9 +25,9 @@ class MarlinWeights:
     checkpoint like any parameter; placed sharded, they are gathered by
     :func:`matmul_nbits` under ``jit``, which has no partitioning rule: for
     tensor parallelism see :func:`jax_marlin.split_weights`), ``K``, ``N``,
-    ``bits`` and ``block_size`` are static metadata. Build it with :func:`prepare`. For ``bits == 4`` the
-    arrays are in the tile layout of ``jax_marlin._layout``; for 2 and 8 bits
-    they keep the ONNX row layout.
+    ``bits`` and ``block_size`` are static metadata. Build it with
+    :func:`prepare`. For ``bits == 4`` the arrays are in the tile layout of
+    ``jax_marlin._layout``; for 2 and 8 bits they keep the ONNX row layout.
     """
 
     codes: jax.Array
@@ -122,6 +122,10 @@ def dequantize(weights: MarlinWeights, dtype=jnp.float32):
     rounding for the scale); for float zero points the kernel computes
     ``code * scale + (-zp * scale)`` instead, one rounding more.
     """
+    if not isinstance(weights, MarlinWeights):
+        raise TypeError(f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), "
+                        f"got {type(weights).__name__}")
+    dtype = _checks.float_dtype("dtype", dtype)
     w = weights
     num_blocks, block = w.k_blocks, w.block_size
     if w.bits == 4:

@@ -1,5 +1,7 @@
 """Bad inputs raise ValueError / TypeError naming the argument, before any kernel."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,15 +70,20 @@ PREPARE_ERRORS = [
     ("bits_16", lambda p, s, z, kw: (p, s, z, dict(kw, bits=16)), ValueError,
      r"bits must be one of \(2, 4, 8\), got 16"),
     ("block_not_pow2", lambda p, s, z, kw: (p, s, z, dict(kw, block_size=48)), ValueError,
-     r"block_size must be a power of two >= 16, got 48"),
+     r"block_size must be a power of two from 16 to 2\*\*31, got 48"),
     ("block_8", lambda p, s, z, kw: (p, s, z, dict(kw, block_size=8)), ValueError,
-     r"block_size must be a power of two >= 16, got 8"),
+     r"block_size must be a power of two from 16 to 2\*\*31, got 8"),
     ("block_float", lambda p, s, z, kw: (p, s, z, dict(kw, block_size=64.0)), ValueError,
-     r"block_size must be a power of two >= 16, got 64.0"),
+     r"block_size must be a power of two from 16 to 2\*\*31, got 64.0"),
     ("K_zero", lambda p, s, z, kw: (p, s, z, dict(kw, K=0)), ValueError,
-     r"K must be a positive integer, got 0"),
+     r"K must be an integer from 1 to 2\*\*31, got 0"),
     ("N_negative", lambda p, s, z, kw: (p, s, z, dict(kw, N=-1)), ValueError,
-     r"N must be a positive integer, got -1"),
+     r"N must be an integer from 1 to 2\*\*31, got -1"),
+    # past 2^31 the kernels' size checks could overflow (ffi/format.h kMaxDim)
+    ("block_2_62", lambda p, s, z, kw: (p, s, z, dict(kw, block_size=2 ** 62)), ValueError,
+     r"block_size must be a power of two from 16 to 2\*\*31, got 4611686018427387904"),
+    ("bits_float", lambda p, s, z, kw: (p, s, z, dict(kw, bits=4.0)), ValueError,
+     r"bits must be one of \(2, 4, 8\), got 4.0"),
 ]
 
 
@@ -140,6 +147,24 @@ MATMUL_ERRORS = [
      TypeError, r"weights must be jax_marlin.MarlinWeights .*got QuantizedWeights"),
     ("impl", lambda w: (jnp.ones((3, K), jnp.float16), w, None, {"impl": "marlin"}),
      ValueError, r"impl must be one of \('auto', 'fused', 'dense'\), got 'marlin'"),
+    # MarlinWeights built or edited by hand: the arrays against K, N, bits, block_size
+    ("weights_cast", lambda w: (jnp.ones((3, K), jnp.float16),
+                                jax.tree.map(lambda x: x.astype(jnp.bfloat16), w), None, {}),
+     TypeError, r"weights.codes must have dtype uint32, got bfloat16"),
+    ("weights_other_block", lambda w: (jnp.ones((3, K), jnp.float16),
+                                       dataclasses.replace(w, block_size=32), None, {}),
+     ValueError, r"weights.codes must have shape \(1, 14, 128\), got \(1, 16, 128\)"),
+    ("weights_scales_cut", lambda w: (jnp.ones((3, K), jnp.float16),
+                                      dataclasses.replace(w, scales=w.scales[:1]), None, {}),
+     ValueError, r"weights.scales must have shape \(4, 64\), got \(1, 64\)"),
+    ("weights_zero_points_cut", lambda w: (jnp.ones((3, K), jnp.float16),
+                                           dataclasses.replace(w, zero_points=w.zero_points[:, :2]),
+                                           None, {}),
+     ValueError, r"weights.zero_points must have shape \(4, 8\), got \(4, 2\)"),
+    # a block of 2^62 once got an empty codes buffer past the kernels' size checks
+    ("weights_huge_block", lambda w: (jnp.ones((3, K), jnp.float16), dataclasses.replace(
+        w, codes=jnp.zeros((0,), jnp.uint32), block_size=2 ** 62), None, {}),
+     ValueError, r"block_size must be a power of two from 16 to 2\*\*31"),
 ]
 
 
@@ -162,6 +187,29 @@ def test_matmul_rejects_at_trace_time_under_jit(weights, no_kernel, name, make, 
     a, w, bias, kw = make(weights)
     with pytest.raises(error, match=pattern):
         jax.jit(lambda a, w, b: jm.matmul_nbits(a, w, b))(a, w, bias)
+
+
+@pytest.mark.parametrize("bits, block_size, codes", [
+    (4, 2 ** 62, jnp.zeros((0,), jnp.uint32)),  # n_pad x k_pad / 8 wrapped to 0
+    (8, 2 ** 62, jnp.zeros((0,), jnp.uint8)),   # N x k_pad wrapped to 0
+    (4, 2 ** 32, jnp.zeros((0,), jnp.uint32)),  # past 2^31
+])
+def test_cpu_handler_refuses_attributes_whose_sizes_overflow(bits, block_size, codes):
+    """The FFI handler's own checks (ffi/handler_checks.h), reached through jax.ffi with no
+    Python check in between: an attribute whose buffer sizes would leave int64 is an error,
+    not an empty buffer taken as the right size (it was, and the kernel then read and wrote
+    past the buffers)."""
+    from jax_marlin import _ffi
+    if not _ffi.has_cpu_kernel():
+        pytest.skip("a build without the CPU module")
+    N_ = 64 if bits == 4 else 4
+    call = jax.ffi.ffi_call(_ffi.CPU_TARGET, jax.ShapeDtypeStruct((1, N_), jnp.float32))
+    i64 = np.int64
+    with pytest.raises(Exception, match=r"invalid K, N, bits, block_size"):
+        jax.block_until_ready(call(
+            jnp.ones((1, 8), jnp.float32), codes, jnp.ones((N_,), jnp.float32),
+            jnp.zeros((0,), jnp.uint8), jnp.zeros((0,), jnp.float32), K=i64(8), N=i64(N_),
+            bits=i64(bits), block_size=i64(block_size), zero_point_kind=i64(0)))
 
 
 def test_matmul_rejects_impl_under_jit(weights, no_kernel):
@@ -207,8 +255,19 @@ def test_vmapped_weights_with_wrong_k(rng, no_kernel):
     (np.ones((64, 8), np.int32), {}, TypeError, r"kernel must have dtype .*got int32"),
     (np.ones((64, 8), np.float32), {"bits": 5}, ValueError, r"bits must be one of"),
     (np.ones((64, 8), np.float32), {"block_size": 100}, ValueError,
-     r"block_size must be a power of two >= 16, got 100"),
+     r"block_size must be a power of two from 16 to 2\*\*31, got 100"),
 ], ids=["rank3", "int", "bits", "block"])
 def test_quantize_rejects(kernel, kw, error, pattern):
     with pytest.raises(error, match=pattern):
         jm.quantize(kernel, **kw)
+
+
+@pytest.mark.parametrize("make, dtype, error, pattern", [
+    (lambda w: jm.quantize(jnp.ones((K, N)), block_size=BLOCK), jnp.float32, TypeError,
+     r"weights must be jax_marlin.MarlinWeights .*got QuantizedWeights"),
+    (lambda w: w, jnp.int32, TypeError, r"dtype must have dtype float16, bfloat16 or float32, "
+                                        r"got int32"),
+], ids=["quantized_weights", "int_dtype"])
+def test_dequantize_rejects(weights, make, dtype, error, pattern):
+    with pytest.raises(error, match=pattern):
+        jm.dequantize(make(weights), dtype)

@@ -304,3 +304,23 @@ def test_linen_dense_init_apply():
     grads = jax.grad(lambda p: jnp.sum(dense.apply({**variables, "params": p}, x) ** 2))(
         variables["params"])
     assert set(grads) == {"bias"} and np.all(np.isfinite(grads["bias"]))
+
+
+def test_linen_dense_refuses_variables_it_cannot_read():
+    """Dense.apply without the 'quantized' collection, or with zero points the layer's
+    `symmetric` disagrees with, raises a ValueError naming the layer (it had fallen into
+    init and asked for a PRNG key, or dropped the stored zero points)."""
+    x = jax.random.normal(jax.random.key(0), (2, 64))
+    asymmetric = jml.Dense(features=16, block_size=32)
+    variables = asymmetric.init(jax.random.key(1), x)
+    with pytest.raises(ValueError, match=r"Dense .*no quantized weights: apply it with the "
+                                         r"'quantized' collection"):
+        asymmetric.apply({"params": variables["params"]}, x)
+    with pytest.raises(ValueError, match=r"symmetric=True, but its 'quantized' collection "
+                                         r"holds zero_points"):
+        jml.Dense(features=16, block_size=32, symmetric=True).apply(variables, x)
+    symmetric_vars = jml.Dense(features=16, block_size=32, symmetric=True).init(
+        jax.random.key(1), x)
+    with pytest.raises(ValueError, match=r"symmetric=False, but its 'quantized' collection "
+                                         r"holds no zero_points"):
+        asymmetric.apply(symmetric_vars, x)

@@ -262,3 +262,27 @@ def test_the_stream_k_area_is_there_where_the_planner_runs_stream_k(monkeypatch)
     calls.clear()
     assert ops._workspace_floats(256, 8192, 28672, 128, "packed", False, 0)[1] == 0
     assert calls == []
+
+
+@pytest.mark.parametrize("M, N", [(16, 524352), (9, 1048576), (1, 8388672)])
+def test_a_streaming_shape_too_wide_for_any_part_still_gets_a_workspace(M, N):
+    """At M <= 16, M x n_pad past 2^23 floats leaves room for no part: the tiled kernel
+    runs it, and the handler still needs a non-empty workspace (it had got 0 floats and
+    refused the call: "stream_k_floats must be in [0, the workspace's floats)")."""
+    assert _shapes.split_k_workspace_floats(M, _layout.n_pad(N)) == 1
+    assert _shapes.split_k_workspace_floats(16, 1 << 19) == 1 << 23  # one part fits: room for it
+
+
+@pytest.mark.parametrize("query", ["wgmma_plan", "stream_plan", "planned_kernel"])
+@pytest.mark.parametrize("M, K, N, block_size", [(1, 4096, 0, 128), (1, 4096, 64, 0),
+                                                 (0, 4096, 64, 128), (1, 4096, 64, 2 ** 40)])
+def test_the_modules_plan_queries_refuse_shapes_the_planners_cannot_take(query, M, K, N,
+                                                                         block_size):
+    """The CUDA module's plan queries check their shape before any planner divides by it
+    (N = 0 or block_size = 0 had ended the process with a floating-point exception), and
+    before asking the device (so this runs without a GPU)."""
+    module = _ffi.cuda_module()
+    if module is None:
+        pytest.skip("a build without the CUDA module")
+    with pytest.raises(ValueError, match=r"a plan needs M >= 1, K and N in \[1, 2\^31\]"):
+        getattr(module, query)(M, K, N, block_size, 1, False, 1 << 20, 0, 0)

@@ -141,6 +141,18 @@ def test_bad_attributes_are_named(attribute, value, message):
         jmo.load_weights(model, progress=False)
 
 
+def test_a_bias_that_is_not_float_is_named():
+    """The format's bias has A's (float) type: an int32 initializer is refused at load, as
+    the node's, not later by matmul_nbits."""
+    model, _ = _node_model(200, 64, bias=True)
+    for init in model.graph.initializer:
+        if init.name == "bias":
+            init.CopyFrom(numpy_helper.from_array(np.arange(64, dtype=np.int32), "bias"))
+    with pytest.raises(jmo.UnsupportedNodeError, match=r"'mm'.*bias must have dtype float16, "
+                                                       r"bfloat16 or float32, got int32"):
+        jmo.load_weights(model, progress=False)
+
+
 def _nested(model, where):
     """`model`'s MatMulNBits node 'mm' moved into both branches of an If node (where =
     "if"), one level deeper (an If inside that If's body: "if-in-if"), or into a

@@ -63,7 +63,8 @@ def test_one_part_is_the_weight_and_a_part_a_block_is_allowed(rng):
     case = make_case(rng, N=64, K=256, block_size=64)
     parts = jm.split_weights(_quantized(case), 4, axis="K")
     for p, q in enumerate(parts):
-        np.testing.assert_array_equal(_as_case(q).weight64(), case.weight64()[:, 64 * p:64 * (p + 1)])
+        np.testing.assert_array_equal(_as_case(q).weight64(),
+                                      case.weight64()[:, 64 * p:64 * (p + 1)])
 
 
 @pytest.mark.parametrize("parts, axis, message", [
@@ -81,5 +82,6 @@ def test_cuts_that_do_not_divide_evenly_are_refused(rng, parts, axis, message):
 
 def test_only_quantized_weights_are_split(rng):
     w = make_case(rng, N=64, K=256).prepare()
-    with pytest.raises(TypeError, match="q must be a jax_marlin.QuantizedWeights, got MarlinWeights"):
+    with pytest.raises(TypeError,
+                       match="q must be a jax_marlin.QuantizedWeights, got MarlinWeights"):
         jm.split_weights(w, 2, axis="N")

@@ -106,11 +106,22 @@ class Dense(nn.Module):
             inputs = jnp.asarray(inputs).astype(self.dtype)
         in_features = inputs.shape[-1]
         fresh = {}
-        if not self.has_variable(COLLECTION, "codes"):  # init: quantize a float kernel
+        if not self.has_variable(COLLECTION, "codes"):
+            if not self.is_initializing():
+                raise ValueError(
+                    f"Dense {self.name!r}: no quantized weights: apply it with the "
+                    f"'{COLLECTION}' collection (from init or quantize_params) in its variables")
+            # init: quantize a float kernel
             kernel = self.kernel_init(self.make_rng("params"), (in_features, self.features),
                                       self.param_dtype)
             fresh = _leaves(quantize_kernel(kernel, bits=self.bits, block_size=self.block_size,
                                             symmetric=self.symmetric))
+        elif self.has_variable(COLLECTION, "zero_points") == self.symmetric:
+            stored = "holds" if self.symmetric else "holds no"
+            raise ValueError(
+                f"Dense {self.name!r}: symmetric={self.symmetric}, but its '{COLLECTION}' "
+                f"collection {stored} zero_points: quantize_params and this Dense must agree "
+                f"on symmetric")
         leaf = lambda name: self.variable(COLLECTION, name, lambda: fresh[name]).value  # noqa: E731
         weights = MarlinWeights(leaf("codes"), leaf("scales"),
                                 None if self.symmetric else leaf("zero_points"),
