@@ -10,6 +10,10 @@ The contract, for Linen users:
   (trainable).
 - ``Dense.init`` quantizes a freshly initialized float kernel (``kernel_init``),
   so a model initializes as usual.
+- As ``nn.Dense``, it takes ``in_features`` from its input. The stored arrays
+  are checked against it only to the block (they hold K rounded up to
+  ``block_size``; K itself is not stored), so an input a few features short of
+  the last block is not caught.
 - To convert a trained float model, replace its ``nn.Dense`` by this ``Dense``
   (same name, same ``features``) and convert the variables with
   :func:`quantize_params`, with the same ``bits``/``block_size``/``symmetric``::
