@@ -6,6 +6,7 @@ names the argument and what was expected of it.
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from jax_marlin import _format, _layout
@@ -89,6 +90,14 @@ def onnx_tensors(packed, scales, zero_points, *, K, N, bits, block_size) -> str:
     raise TypeError(
         f"zero_points must be packed uint8 or have the scales' dtype {scale_dtype}, got {zp_dtype}"
     )
+
+
+def as_array(name: str, value):
+    """``jnp.asarray(value)``, or a TypeError naming the argument (jax's own names none)."""
+    try:
+        return jnp.asarray(value)
+    except (TypeError, ValueError):  # (None: a ValueError)
+        raise TypeError(f"{name} must be an array, got {type(value).__name__}") from None
 
 
 def activations(a, K: int) -> None:

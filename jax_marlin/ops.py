@@ -45,10 +45,10 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     _checks.prepared_weights(weights)
-    a = jnp.asarray(a)
+    a = _checks.as_array("a", a)
     _checks.activations(a, weights.K)
     if bias is not None:
-        bias = jnp.asarray(bias)
+        bias = _checks.as_array("bias", bias)
         _checks.bias(bias, weights.N)
         bias = bias.astype(a.dtype)
     return _bind(a, weights, bias, impl=impl, split_k=0)

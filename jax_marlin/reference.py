@@ -14,6 +14,8 @@ from jax_marlin import _checks, _format
 
 def dequantize(packed, scales, zero_points, *, K, N, bits, block_size):
     """The logical weight ``float32 [N, K]`` of a MatMulNBits node."""
+    packed, scales = _checks.as_array("packed", packed), _checks.as_array("scales", scales)
+    zero_points = None if zero_points is None else _checks.as_array("zero_points", zero_points)
     kind = _checks.onnx_tensors(packed, scales, zero_points, K=K, N=N, bits=bits,
                                 block_size=block_size)
     num_blocks = _format.k_blocks(K, block_size)
@@ -34,7 +36,7 @@ def dequantize(packed, scales, zero_points, *, K, N, bits, block_size):
 
 def matmul_nbits(a, packed, scales, zero_points, *, K, N, bits, block_size, bias=None):
     """``a @ dequantize(...)^T (+ bias)`` in float32, returned in ``a``'s dtype."""
-    a = jnp.asarray(a)
+    a = _checks.as_array("a", a)
     _checks.activations(a, K)
     weight = dequantize(packed, scales, zero_points, K=K, N=N, bits=bits, block_size=block_size)
     y = jnp.einsum("...k,nk->...n", a.astype(jnp.float32), weight,

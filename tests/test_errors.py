@@ -77,6 +77,8 @@ PREPARE_ERRORS = [
      r"block_size must be a power of two from 16 to 2\*\*31, got 64.0"),
     ("K_zero", lambda p, s, z, kw: (p, s, z, dict(kw, K=0)), ValueError,
      r"K must be an integer from 1 to 2\*\*31, got 0"),
+    ("packed_none", lambda p, s, z, kw: (None, s, z, kw), TypeError,
+     r"packed must be an array, got NoneType"),
     ("N_negative", lambda p, s, z, kw: (p, s, z, dict(kw, N=-1)), ValueError,
      r"N must be an integer from 1 to 2\*\*31, got -1"),
     # past 2^31 the kernels' size checks could overflow (ffi/format.h kMaxDim)
@@ -145,6 +147,9 @@ MATMUL_ERRORS = [
     ("weights_quantized", lambda w: (jnp.ones((3, K), jnp.float16),
                                      jm.quantize(jnp.ones((K, N)), block_size=BLOCK), None, {}),
      TypeError, r"weights must be jax_marlin.MarlinWeights .*got QuantizedWeights"),
+    ("a_none", lambda w: (None, w, None, {}), TypeError, r"a must be an array, got NoneType"),
+    ("bias_string", lambda w: (jnp.ones((3, K), jnp.float16), w, "0.5", {}), TypeError,
+     r"bias must be an array, got str"),
     ("impl", lambda w: (jnp.ones((3, K), jnp.float16), w, None, {"impl": "marlin"}),
      ValueError, r"impl must be one of \('auto', 'fused', 'dense'\), got 'marlin'"),
     # MarlinWeights built or edited by hand: the arrays against K, N, bits, block_size
@@ -177,7 +182,7 @@ def test_matmul_rejects(weights, no_kernel, name, make, error, pattern):
 
 
 # impl is static; QuantizedWeights is not a pytree, so jit itself refuses it first.
-UNJITTABLE = ("impl", "weights_quantized")
+UNJITTABLE = ("impl", "weights_quantized", "bias_string")
 
 
 @pytest.mark.parametrize("name,make,error,pattern",
