@@ -100,6 +100,13 @@ def as_array(name: str, value):
         raise TypeError(f"{name} must be an array, got {type(value).__name__}") from None
 
 
+def onnx_arrays(packed, scales, zero_points):
+    """The MatMulNBits tensors as arrays (``zero_points`` may be None), each error naming
+    its argument; :func:`onnx_tensors` then checks them."""
+    zero_points = None if zero_points is None else as_array("zero_points", zero_points)
+    return as_array("packed", packed), as_array("scales", scales), zero_points
+
+
 def activations(a, K: int) -> None:
     dtype = np.dtype(a.dtype)
     if dtype not in FLOAT_DTYPES:
@@ -120,11 +127,11 @@ def prepared_weights(w) -> None:
     :func:`jax_marlin.prepare` makes them), for weights built by hand or edited."""
     format_attributes(w.K, w.N, w.bits, w.block_size)
     num_blocks = _format.k_blocks(w.K, w.block_size)
-    if w.bits == 4:  # the tile layout (jax_marlin/_layout.py)
-        n_pad = _layout.n_pad(w.N)
-        codes = ((n_pad // 64, num_blocks * w.block_size // 16, 128), np.uint32)
-        per_column = (num_blocks, n_pad)
-        packed_zero_points = ((num_blocks, n_pad // 8), np.uint32)
+    if w.bits == 4:  # the tile layout
+        tiles = _layout.shapes(w.N, num_blocks, w.block_size)
+        codes = (tiles["codes"], np.uint32)
+        per_column = tiles["per_column"]
+        packed_zero_points = (tiles["packed_zero_points"], np.uint32)
     else:  # the ONNX row layout
         codes = ((w.N, num_blocks * _format.blob_bytes(w.block_size, w.bits)), np.uint8)
         per_column = (w.N, num_blocks)

@@ -45,6 +45,14 @@ def n_pad(N: int) -> int:
     return -(-N // TILE_N) * TILE_N
 
 
+def shapes(N: int, k_blocks: int, block_size: int) -> dict:
+    """The 4-bit arrays' shapes, by the rules above: ``codes``, ``per_column`` (scales,
+    float zero points) and ``packed_zero_points``."""
+    n = n_pad(N)
+    return dict(codes=(n // TILE_N, k_blocks * block_size // TILE_K, WORDS_PER_TILE),
+                per_column=(k_blocks, n), packed_zero_points=(k_blocks, n // 8))
+
+
 # Axis names of the codes of one tile, in the order they sit in memory. The
 # last three axes, (klo, h, khi), are the nibble index p = 4 klo + 2 h + khi.
 _TILE_MEMORY_AXES = ("nt", "kt", "g", "t", "j", "klo", "h", "khi")

@@ -424,18 +424,14 @@ def _transpose(cotangent, a, codes, scales, zero_points, bias, **params):
     # Linear in a and bias (the jvp binds the op on their tangents together).
     if any(ad.is_undefined_primal(x) for x in (codes, scales, zero_points)):
         raise NotImplementedError("jax_marlin.matmul_nbits transposes only in a and bias")
-    a_bar = bias_bar = None
-    if ad.is_undefined_primal(a):
-        if type(cotangent) is ad.Zero:
-            a_bar = ad.Zero(a.aval)
-        else:
+    a_bar = ad.Zero(a.aval) if ad.is_undefined_primal(a) else None
+    bias_bar = ad.Zero(bias.aval) if ad.is_undefined_primal(bias) else None
+    if type(cotangent) is not ad.Zero:
+        if a_bar is not None:
             dtype = a.aval.dtype
             a_bar = _dot_dequantized("...n,nk->...k", cotangent.astype(dtype), codes, scales,
                                      zero_points, params).astype(dtype)
-    if ad.is_undefined_primal(bias):
-        if type(cotangent) is ad.Zero:
-            bias_bar = ad.Zero(bias.aval)
-        else:
+        if bias_bar is not None:
             rows = tuple(range(cotangent.ndim - 1))
             bias_bar = cotangent.astype(jnp.float32).sum(rows).astype(bias.aval.dtype)
     return a_bar, None, None, None, bias_bar

@@ -9,8 +9,6 @@ devices").
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
 from jax_marlin import _checks, _format
 from jax_marlin.quantize import QuantizedWeights
 
@@ -37,8 +35,7 @@ def split_weights(q: QuantizedWeights, parts: int, *, axis: str) -> list[Quantiz
     if axis not in AXES:
         raise ValueError(f"axis must be one of {AXES}, got {axis!r}")
     K, N, bits, block_size = q.K, q.N, q.bits, q.block_size
-    packed, scales = jnp.asarray(q.packed), jnp.asarray(q.scales)
-    zero_points = None if q.zero_points is None else jnp.asarray(q.zero_points)
+    packed, scales, zero_points = _checks.onnx_arrays(q.packed, q.scales, q.zero_points)
     kind = _checks.onnx_tensors(packed, scales, zero_points, K=K, N=N, bits=bits,
                                 block_size=block_size)
     num_blocks = _format.k_blocks(K, block_size)

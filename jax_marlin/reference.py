@@ -14,8 +14,7 @@ from jax_marlin import _checks, _format
 
 def dequantize(packed, scales, zero_points, *, K, N, bits, block_size):
     """The logical weight ``float32 [N, K]`` of a MatMulNBits node."""
-    packed, scales = _checks.as_array("packed", packed), _checks.as_array("scales", scales)
-    zero_points = None if zero_points is None else _checks.as_array("zero_points", zero_points)
+    packed, scales, zero_points = _checks.onnx_arrays(packed, scales, zero_points)
     kind = _checks.onnx_tensors(packed, scales, zero_points, K=K, N=N, bits=bits,
                                 block_size=block_size)
     num_blocks = _format.k_blocks(K, block_size)

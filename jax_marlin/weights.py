@@ -71,8 +71,7 @@ def prepare(packed, scales, zero_points=None, *, K, N, bits=4, block_size, scale
     (Float zero points are kept as given: the GPU lowering folds them into
     ``-zp * scale`` offsets per call, a small elementwise op.)
     """
-    packed, scales = _checks.as_array("packed", packed), _checks.as_array("scales", scales)
-    zero_points = None if zero_points is None else _checks.as_array("zero_points", zero_points)
+    packed, scales, zero_points = _checks.onnx_arrays(packed, scales, zero_points)
     kind = _checks.onnx_tensors(packed, scales, zero_points, K=K, N=N, bits=bits,
                                 block_size=block_size)
     if scale_dtype is not None:
