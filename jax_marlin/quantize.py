@@ -71,7 +71,10 @@ def _quantize(kernel, bits, block_size, symmetric):
     else:
         lo = jnp.minimum(w.min(axis=-1), 0.0)
         hi = jnp.maximum(w.max(axis=-1), 0.0)
-        scale = (hi - lo) / max_code
+        # hi - lo overflows float32 for weights past ~1.7e38; the difference of the
+        # quotients does not, and elsewhere the plain form keeps onnxruntime's rounding.
+        span = hi - lo
+        scale = jnp.where(jnp.isfinite(span), span / max_code, hi / max_code - lo / max_code)
         zero_point = jnp.clip(jnp.round(jnp.where(scale != 0, -lo / scale, 0.0)), 0, max_code)
     reciprocal = jnp.where(scale != 0, 1.0 / jnp.where(scale != 0, scale, 1.0), 0.0)
     codes = jnp.clip(jnp.round(w * reciprocal[..., None] + zero_point[..., None]), 0, max_code)

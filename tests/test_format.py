@@ -178,3 +178,19 @@ def test_quantize_keeps_dtype_and_shape(rng):
     assert np.asarray(q.scales).dtype == np.float16
     assert np.asarray(q.packed).shape == (8, 4, 8)
     assert np.asarray(q.zero_points).shape == (8, 2)
+
+
+@pytest.mark.parametrize("symmetric", [False, True], ids=["asym", "sym"])
+def test_quantize_near_the_float32_limit(rng, symmetric):
+    """Weights near float32's largest value quantize to finite scales (max - min would
+    overflow) and dequantize within half a step, as ordinary weights do."""
+    K, N, block = 64, 4, 32
+    w = rng.uniform(-1, 1, (K, N)).astype(np.float32) * np.float32(3e38)
+    w[0, 0], w[1, 0] = np.float32(3.4e38), np.float32(-3.4e38)
+    q = jm.quantize(w, bits=4, block_size=block, symmetric=symmetric)
+    assert np.all(np.isfinite(np.asarray(q.scales)))
+    deq = np.asarray(jm.reference.dequantize(q.packed, q.scales, q.zero_points, K=K, N=N,
+                                             bits=4, block_size=block))
+    step = np.repeat(np.abs(np.asarray(q.scales)), block, axis=1)[:, :K]
+    slack = 1.0 if symmetric else 0.5
+    assert np.all(np.abs(deq.astype(np.float64) - w.T) <= slack * step * (1 + 1e-5))
