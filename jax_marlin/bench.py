@@ -29,7 +29,10 @@ Protocol (``shared/bench/ANCHORS.md``):
   rotation (large shapes), the rest are duplicates in buffers of their own. The
   outputs of a pass feed one float32 checksum (sum of ``|y|``: a few small
   kernels per pass, ~6-8 us on the H200), which nudges ``x`` before the next
-  pass, so no GEMM is dead code or loop-invariant; 16 GEMMs share that cost
+  pass, so no GEMM is dead code or loop-invariant (and the weights pass an
+  optimization barrier with that ``x``, so XLA cannot hoist what is computed from
+  the weights alone, such as ``xla_int4``'s dequantization, out of the loop: it
+  did, on the CPU, until session 44); 16 GEMMs share that cost
   (with 2 copies a pass it added ~3 us to every 8192 x 28672 GEMM: session 12).
   The timed loops compile with XLA's ``dot-merger`` pass off: it merged pairs of
   the pass's independent dense 4096 x 4096 dots on the same ``x`` into one GEMM
@@ -328,7 +331,11 @@ def make_loop(op):
         def one_pass(_, carry):
             x, total = carry
             x = x + (jnp.tanh(total) * 1e-3).astype(x.dtype)
-            return x, total + checksum(*(op(x, w) for w in weights))
+            # The weights pass a barrier with the nudged x, so that nothing computed
+            # from them alone (xla_int4's dequantization) is hoisted out of the loop
+            # and run once for all passes: each GEMM must read its weight as stored.
+            x, pass_weights = jax.lax.optimization_barrier((x, weights))
+            return x, total + checksum(*(op(x, w) for w in pass_weights))
 
         _, total = jax.lax.fori_loop(0, passes, one_pass, (x, total))
         return y0, total
