@@ -59,9 +59,13 @@ Protocol (``shared/bench/ANCHORS.md``):
   ask for), and their ``speedup_vs_dense`` is against ``dense_pass``. They
   answer whether the loop's checksum and step, which the JAX rows carry and
   tinygemm's do not, decide a comparison with tinygemm.
-* Data are random normal (never zeros). The first GEMM of every timed call
-  (copy 0, the unmodified ``x``) is checked against a float32 dequantize-then-dot
-  of the ONNX tensors (``rel_err``, relative Frobenius error).
+* Data are random normal (never zeros). The first GEMM of a timed call (copy 0,
+  the unmodified ``x``), from one more call of the timed program, is checked
+  against a float32 dequantize-then-dot of the ONNX tensors (``rel_err``,
+  relative Frobenius error). A row past ``CHECK_TOLERANCE`` for its dtype (or
+  with a non-finite output) is kept in the CSV with a note starting ``CHECK
+  FAILED``, left out of the summary and the plot, and the command exits with
+  status 1 after the run.
 * ``speedup_vs_dense = us(dense, same K, N, M, dtype) / us(impl)``;
   ``weight_GBps`` counts the quantized bytes for every row (codes ``N K / 2`` +
   scales ``2 N K / group`` + zero points ``N K / group / 2``), as the anchors do;
@@ -117,6 +121,11 @@ COLUMNS = ("K", "N", "M", "dtype", "group", "impl", "us", "speedup_vs_dense", "u
            "copies", "compile_s", "device", "jax_version", "note")
 DEFAULT_L2_MB = 60.0
 F32 = jnp.float32
+# The largest rel_err a row may have. h200.csv's rows read at most 3.3e-3 (tinygemm, with
+# bf16 activations; jax_marlin 2.8e-4 in float16, 2.2e-3 in bfloat16, the 32-layer stack
+# 1.5e-3); a wrong zero point, scale or nibble order reads 0.1-1.5. float32 as float16:
+# the GPU's float32 dots may run in TF32.
+CHECK_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-2}
 
 
 def log(*parts):
@@ -447,6 +456,7 @@ def measure_jax(impl, x, weights, ref_all, timing: Timing) -> Measurement:
     gemms = 1 + passes * copies
     call = functools.partial(loop, x, weights, passes)
     us = medians_us(call, timing.repeats, gemms)
+    y0, total = jax.block_until_ready(call())  # the timed program's own output is checked
     note = "" if bool(jnp.isfinite(total)) else "non-finite running sum"
     return Measurement(us[0], us[1], gemms, copies, compile_s, float(_rel_err(y0, ref_all)),
                        tree_bytes(weights[0]), note)
@@ -707,13 +717,18 @@ class Results:
                    TFLOPs=2 * M * N * K / m.us / 1e6 if M else None, rel_err=m.rel_err,
                    gemms_per_call=m.gemms, copies=m.copies, compile_s=m.compile_s,
                    note=m.note, **self.context)
+        tolerance = CHECK_TOLERANCE.get(str(dtype), 1e-2)
+        if m.rel_err is not None and not (m.rel_err <= tolerance and "non-finite" not in m.note):
+            row["check_failed"] = True
+            row["note"] = "; ".join(n for n in (
+                f"CHECK FAILED: rel_err {m.rel_err:.3g} (tolerance {tolerance:g})", m.note) if n)
         self.rows.append(row)
         with open(self.path, "a", newline="") as f:
             csv.writer(f).writerow([_csv_value(row.get(c)) for c in COLUMNS])
         log(f"{K:>6} {N:>6} {M:>5} {dtype:>8} {group:>4} {impl:<20} {m.us:>10.2f} "
             f"{m.us_run2:>10.2f} {_fmt(row['speedup_vs_dense'], '7.2f')} "
             f"{_fmt(row['weight_GBps'], '7.0f')} {_fmt(row['TFLOPs'], '7.2f')} "
-            f"{_fmt(m.rel_err, '8.1e')}  {m.note}")
+            f"{_fmt(m.rel_err, '8.1e')}  {row['note']}")
 
 
 def _csv_value(value):
@@ -733,7 +748,7 @@ def _fmt(value, spec):
 
 def print_summary(rows, ms):
     """Pivots of the sweep: microseconds, then speed-up over dense, per shape and impl."""
-    sweep = [r for r in rows if r["impl"] in ALL_IMPLS]
+    sweep = [r for r in rows if r["impl"] in ALL_IMPLS and not r.get("check_failed")]
     blocks = list(dict.fromkeys((r["dtype"], r["group"]) for r in sweep))
     for title, key, spec in (("us per GEMM", "us", "8.1f"),
                              ("speed-up over dense", "speedup_vs_dense", "8.2f")):
@@ -761,7 +776,7 @@ def plot(rows, path, group):
         log(f"plot: matplotlib is not installed, skipping {path}")
         return
     selected = [r for r in rows if r["impl"] == "jax_marlin" and r["group"] == group
-                and r["speedup_vs_dense"]]
+                and r["speedup_vs_dense"] and not r.get("check_failed")]
     if not selected:
         log("plot: no jax_marlin rows with a dense baseline, nothing to plot")
         return
@@ -1104,8 +1119,14 @@ def main(argv=None):
         print_summary(results.rows, args.ms)
         plot(results.rows, args.plot, 128 if 128 in args.groups else args.groups[0])
     log(f"\nwrote {len(results.rows)} rows to {args.csv}; total {deadline.elapsed():.0f} s")
+    failed = [r for r in results.rows if r.get("check_failed")]
+    if failed:
+        log(f"{len(failed)} rows failed the output check (exit status 1):")
+    for r in failed:
+        log(f"  {r['impl']} {r['K']}x{r['N']} M={r['M']} {r['dtype']} group {r['group']}: "
+            f"{r['note']}")
     return results.rows
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if any(row.get("check_failed") for row in main()) else 0)

@@ -411,3 +411,25 @@ def test_power_sample_default_gpu_follows_cuda_visible_devices(monkeypatch):
     for visible, gpu in (("2,3", "2"), ("GPU-8a1b", "GPU-8a1b"), ("", "0"), ("none", "0")):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
         assert power_sample.default_gpu() == gpu, visible
+
+
+def test_a_wrong_output_is_flagged_and_left_out(tmp_path, monkeypatch, capsys):
+    """An impl whose output is off by 5% (as a wrong scale would be) keeps its row, marked
+    CHECK FAILED, and is left out of the summary; the right impls are not marked."""
+    wrong = bench.make_loop(lambda x, w: bench.op_xla_int4(x, w) * 1.05)
+    monkeypatch.setitem(bench.LOOPS, "xla_int4", wrong)
+    path = tmp_path / "bench.csv"
+    rows = bench.main([
+        "--shapes", "256x128", "--ms", "1,3", "--dtypes", "float16", "--no-layer-stack",
+        "--no-repack", "--repeats", "1", "--min-gemms", "2", "--min-call-ms", "0",
+        "--max-copies", "2", "--min-pass-gemms", "2", "--impls", "dense,xla_int4",
+        "--csv", str(path), "--plot", str(tmp_path / "bench.png")])
+    flagged = {(r["impl"], r["M"]) for r in rows if r.get("check_failed")}
+    assert flagged == {("xla_int4", 1), ("xla_int4", 3)}
+    with open(path, newline="") as f:
+        notes = {(r["impl"], r["M"]): r["note"] for r in csv.DictReader(f)}
+    assert re.match(r"CHECK FAILED: rel_err 0\.0(49|5)", notes[("xla_int4", "1")])
+    assert not notes[("dense", "1")].startswith("CHECK FAILED")
+    summary, report = capsys.readouterr().out.split("== us per GEMM")[1].split("\nwrote ")
+    assert "dense" in summary and "xla_int4" not in summary
+    assert "2 rows failed the output check" in report
