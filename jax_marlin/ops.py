@@ -2,7 +2,7 @@
 
 The primitive takes the activations and the leaves of :class:`MarlinWeights`
 and is lowered per platform: CPU to the C++ FFI handler, CUDA to the fused
-tensor-core kernel (or, where that does not pay or does not apply, to a
+tensor-core kernel (on either, where that does not pay or does not apply, to a
 dequantize-then-dot in XLA), and every other platform to that XLA path. Its
 abstract evaluation, lowerings, batching and AD rules sit side by side below.
 """
@@ -34,9 +34,10 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
     before the single final rounding, the GPU's dense path (large M) adds it to
     the rounded dot, as ``jnp.dot(a, w) + bias`` would.
 
-    ``impl`` picks the GPU path: ``"auto"`` (by M, from measurements),
-    ``"fused"`` (the fused kernel wherever it applies) or ``"dense"``
-    (dequantize, then XLA's dot). Other platforms ignore it.
+    ``impl`` picks the path: ``"auto"`` (by M, from measurements),
+    ``"fused"`` (the fused kernel wherever it applies; on the CPU the C++
+    kernel) or ``"dense"`` (dequantize, then XLA's dot). Platforms other than
+    CUDA and the CPU ignore it.
     """
     if not isinstance(weights, MarlinWeights):
         raise TypeError(
@@ -79,6 +80,14 @@ _ZERO_POINT_KINDS = {"implicit": 0, "packed": 1, "float": 2}
 # From M on, the GPU takes the dense path (dequantize, then cuBLAS through XLA)
 # instead of the fused kernel. Measured on the H200: docs/perf/NOTES.md.
 DENSE_FROM_M = 256
+# On the CPU, from M on impl="auto" takes the dense path too (dequantize in float32, then
+# XLA's dot, which runs on every core) instead of the C++ kernel, which decodes each weight
+# strip once per call but multiplies on one core. Measured on a 2-core x86 machine
+# (session 44, jitted, fp16 activations, ms; kernel / dense): 4096 x 4096 at M = 1 28 / 45,
+# M = 8 35 / 43, M = 16 49 / 49, M = 32 84 / 69; 4096 x 14336 at M = 8 122 / 186, M = 16
+# 177 / 168, M = 32 297 / 182; 14336 x 4096 at M = 16 237 / 144; at M = 128 on 4096 x 4096
+# 273 / 63.
+CPU_DENSE_FROM_M = 16
 # Except on Hopper, where impl="auto" takes the wgmma kernel (ffi/wgmma_kernel.h) up to
 # its own limit: it beat the dense path at every M from 256 to 1024 on the four large
 # benchmark shapes but one tie (4096 x 14336 at M = 1024; session 9 calls 1-2), and at M =
@@ -173,12 +182,14 @@ def _ffi_attributes(params):
                 zero_point_kind=np.int64(_ZERO_POINT_KINDS[params["zero_point_kind"]]))
 
 
-def _cpu(a, codes, scales, zero_points, bias, **params):
-    if not _ffi.has_cpu_kernel():
-        return _dense(a, codes, scales, zero_points, bias, **params)
+def _cpu(a, codes, scales, zero_points, bias, *, impl, **params):
     K, N = params["K"], params["N"]
     M = _shapes.rows(a.shape)
     f32 = jnp.float32
+    if not _ffi.has_cpu_kernel() or impl == "dense" or (impl == "auto" and M >= CPU_DENSE_FROM_M):
+        # In float32 throughout, as the C++ kernel computes: the weight is not rounded
+        # to a's dtype, and the bias is added before the one rounding of the output.
+        return _dense(a.astype(f32), codes, scales, zero_points, bias, **params).astype(a.dtype)
     if params["zero_point_kind"] == "float":
         zero_points = zero_points.astype(f32)
     call = jax.ffi.ffi_call(_ffi.CPU_TARGET, jax.ShapeDtypeStruct((M, N), f32))
@@ -347,7 +358,7 @@ def _without(params, *names):
 
 
 def _cpu_rule(ctx, *args, **params):
-    fn = functools.partial(_cpu, **_without(params, "impl", "split_k"))
+    fn = functools.partial(_cpu, **_without(params, "split_k"))
     return mlir.lower_fun(fn, multiple_results=False)(ctx, *args)
 
 

@@ -174,6 +174,22 @@ def test_cpu_lowering_uses_cpu_kernel(weights, bits, dtype):
     assert re.search(r"custom_call @jax_marlin_matmul_nbits_cpu\(.*tensor<6x100xf32>", text)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.float32])
+def test_cpu_lowering_takes_the_dense_path_from_its_m(weights, dtype):
+    """impl="auto" runs the C++ kernel below ops.CPU_DENSE_FROM_M rows and a float32
+    dequantize-then-dot from there; "fused" and "dense" force either at any M."""
+    if not jm.build_info()["cpu"]:
+        pytest.skip("the CPU module is not built")
+    below, at = ops.CPU_DENSE_FROM_M - 1, ops.CPU_DENSE_FROM_M
+    for M, impl, want in ((below, "auto", [CPU_TARGET]), (at, "auto", []),
+                          (at, "fused", [CPU_TARGET]), (1, "dense", [])):
+        text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl=impl),
+                            _spec((M, 100), dtype), weights[4], platform="cpu")
+        assert custom_calls(text) == want, (M, impl)
+        if not want:  # the weight in float32, not rounded to the activations' dtype
+            assert re.search(r"dot_general.*tensor<\d+x100xf32>.*tensor<\d+x100xf32>", text), text
+
+
 def test_build_info():
     info = jm.build_info()
     assert info["cpu"] is True
