@@ -13,9 +13,11 @@ batch ``M``, activation dtype and quantization group:
                       inside the jitted function, then ``jnp.dot``
 ``tinygemm``          ``torch.ops.aten._weight_int4pack_mm`` (only when torch with
                       CUDA works here; bf16 activations where it takes no fp16, as
-                      the note says; a failure skips the row with a message)
-``dense_pass``,       not in the default set: ``dense`` and ``jax_marlin`` timed the way
-``jax_marlin_pass``   tinygemm is, for a comparison with it in the same way (below)
+                      the note says; a failure skips the row with a message), in
+                      the JAX rows' loop: the same passes, checksum and nudge
+``dense_pass``,       not in the default set: ``dense``, ``jax_marlin`` and tinygemm
+``jax_marlin_pass``,  timed as bare passes over the rotation, no checksum (below)
+``tinygemm_pass``
 
 Protocol (``shared/bench/ANCHORS.md``):
 
@@ -50,15 +52,18 @@ Protocol (``shared/bench/ANCHORS.md``):
 * Time per GEMM = host wall time of one call (``block_until_ready``) divided by
   its GEMMs, after a warm-up (compile + one run); the median of ``--repeats``
   (>= 5) calls, measured twice: ``us`` and ``us_run2`` are the two independent
-  medians, ``spread_pct`` their difference. tinygemm is timed with CUDA events
-  around replays of a CUDA graph of the same rotation (eager launches if
-  capture fails): a pass of the rotation's GEMMs, no checksum, no loop. The
-  ``*_pass`` rows time the JAX ops that way too: one jitted pass over the same
-  rotation that returns every output, called back to back, host wall time over
-  its GEMMs (median of ``--repeats`` calls of as many passes as the loop's rules
-  ask for), and their ``speedup_vs_dense`` is against ``dense_pass``. They
-  answer whether the loop's checksum and step, which the JAX rows carry and
-  tinygemm's do not, decide a comparison with tinygemm.
+  medians, ``spread_pct`` their difference. tinygemm runs the same loop in
+  torch: a CUDA graph of one pass (the nudge of ``x`` by the running checksum,
+  the rotation's GEMMs, one float32 checksum of their outputs; eager launches
+  if capture fails), replayed as many passes a call as the same sizing rules
+  ask, host wall time of the call, ``x`` and the checksum reset at its start.
+  (Until session 44 tinygemm was timed by CUDA events around replays of bare
+  passes, with no checksum: not the JAX rows' way, so a comparison with it was
+  not like for like.) The ``*_pass`` rows time bare passes: for JAX, one jitted
+  pass over the same rotation that returns every output, called back to back,
+  host wall time over its GEMMs (median of ``--repeats`` calls of as many
+  passes as the loop's rules ask for); ``tinygemm_pass``, CUDA events around
+  graph replays of a pass. Their ``speedup_vs_dense`` is against ``dense_pass``.
 * Data are random normal (never zeros). The first GEMM of a timed call (copy 0,
   the unmodified ``x``), from one more call of the timed program, is checked
   against a float32 dequantize-then-dot of the ONNX tensors (``rel_err``,
@@ -113,7 +118,8 @@ DEFAULT_MS = "1,2,4,8,16,32,64,128,256,1024,4096"
 QUICK_SHAPES = "4096x14336,8192x28672"
 QUICK_MS = "1,16,64,256,4096"
 IMPLS = ("dense", "jax_marlin", "jax_marlin_fused", "jax_marlin_dense", "xla_int4", "tinygemm")
-PASS_IMPLS = ("dense_pass", "jax_marlin_pass")  # opt-in (--impls): timed as tinygemm is
+PASS_IMPLS = ("dense_pass", "jax_marlin_pass", "tinygemm_pass")  # opt-in (--impls): bare passes
+TINYGEMM_IMPLS = ("tinygemm", "tinygemm_pass")
 ALL_IMPLS = IMPLS + PASS_IMPLS
 FORCED = ("jax_marlin_fused", "jax_marlin_dense")
 COLUMNS = ("K", "N", "M", "dtype", "group", "impl", "us", "speedup_vs_dense", "us_run2",
@@ -205,7 +211,12 @@ def quantized_bytes(K: int, N: int, block: int) -> float:
 
 
 def tree_bytes(tree) -> int:
-    return sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree))
+    """The bytes ``tree``'s arrays hold, 4-bit types at half a byte (numpy gives them one)."""
+    def nbytes(x):
+        if jnp.issubdtype(x.dtype, jnp.integer) and jnp.iinfo(x.dtype).bits < 8:
+            return x.size * jnp.iinfo(x.dtype).bits / 8
+        return x.size * x.dtype.itemsize
+    return sum(nbytes(x) for x in jax.tree_util.tree_leaves(tree))
 
 
 # --- weights ------------------------------------------------------------------------
@@ -364,7 +375,7 @@ LOOPS = {name: make_loop(op) for name, op in JAX_OPS.items()}
 
 def make_pass(op):
     """One pass over the rotation with no checksum and no loop, every output returned (so
-    none is dead code): what tinygemm's CUDA graph replays run."""
+    none is dead code): what ``tinygemm_pass``'s CUDA graph replays run."""
 
     @functools.partial(jax.jit, compiler_options=loop_compiler_options())
     def one_pass(x, weights):
@@ -609,14 +620,62 @@ class TinyGemm:
         self._failure = "tinygemm: no setting ran and passed the check: " + " | ".join(problems)
         raise RuntimeError(self._failure)
 
-    def measure(self, x_host, onnx, dtype, ref_all, timing: Timing) -> Measurement:
+    def measure(self, x_host, onnx, dtype, ref_all, timing: Timing,
+                bare: bool = False) -> Measurement:
+        """The ``tinygemm`` row (``bare``: the ``tinygemm_pass`` row)."""
         block = onnx[0].block_size
 
         def mm(x, packed, scales_and_zeros):
             return self.torch.ops.aten._weight_int4pack_mm(x, packed, block, scales_and_zeros)
 
         x, weights, rel_err, note = self._checked(x_host, onnx, dtype, ref_all, mm)
+        timed = self._bare_passes if bare else self._loop
+        us, gemms, compile_s, graph_note = timed(mm, x, weights, timing)
+        packed, sz = weights[0]
+        read = packed.numel() * packed.element_size() + sz.numel() * sz.element_size()
+        return Measurement(us[0], us[1], gemms, len(weights), compile_s, rel_err, read,
+                           "; ".join(n for n in (note, graph_note) if n))
 
+    def _loop(self, mm, x, weights, timing):
+        """make_loop's timed call in torch: each pass nudges ``x`` by the running float32
+        checksum, runs every GEMM of the rotation and adds one checksum of all their
+        outputs; a call resets both and runs ``passes`` of them, host wall time."""
+        torch = self.torch
+        x_run = x.clone()
+        total = torch.zeros((), device=x.device, dtype=torch.float32)
+
+        def one_pass():
+            x_run.add_((torch.tanh(total) * 1e-3).to(x_run.dtype))
+            ys = [mm(x_run, packed, sz) for packed, sz in weights]
+            total.add_(torch.cat([y.reshape(-1) for y in ys]).abs().sum(dtype=torch.float32))
+
+        start = time.perf_counter()
+        replay, graph_note = self._graph(one_pass)
+        compile_s = time.perf_counter() - start
+
+        def call(passes):
+            x_run.copy_(x)
+            total.zero_()
+            for _ in range(passes):
+                replay()
+            torch.cuda.synchronize()
+
+        def wall_s(passes):
+            start = time.perf_counter()
+            call(passes)
+            return time.perf_counter() - start
+
+        call(1)
+        passes = timing.sized_passes(len(weights), lambda p: min(wall_s(p), wall_s(p)))
+        gemms = passes * len(weights)
+        us = [statistics.median(wall_s(passes) for _ in range(timing.repeats)) * 1e6 / gemms
+              for _ in range(2)]
+        if not math.isfinite(float(total)):
+            graph_note = "; ".join(n for n in (graph_note, "non-finite running sum") if n)
+        return us, gemms, compile_s, graph_note
+
+    def _bare_passes(self, mm, x, weights, timing):
+        """CUDA events around graph replays of bare passes (no checksum, no nudge)."""
         def one_pass():
             for packed, sz in weights:
                 mm(x, packed, sz)
@@ -624,17 +683,12 @@ class TinyGemm:
         start = time.perf_counter()
         replay, graph_note = self._graph(one_pass)
         compile_s = time.perf_counter() - start
-        note = "; ".join(n for n in (note, graph_note) if n)
-        pass_s = self._events_s(replay, 1)
-        passes = timing.passes(len(weights), pass_s)
+        passes = timing.passes(len(weights), self._events_s(replay, 1))
         us = []
         for _ in range(2):
             runs = [self._events_s(replay, passes) for _ in range(timing.repeats)]
             us.append(statistics.median(runs) * 1e6 / (passes * len(weights)))
-        packed, sz = weights[0]
-        read = packed.numel() * packed.element_size() + sz.numel() * sz.element_size()
-        return Measurement(us[0], us[1], passes * len(weights), len(weights), compile_s,
-                           rel_err, read, note)
+        return us, passes * len(weights), compile_s, graph_note
 
     def _graph(self, one_pass):
         torch = self.torch
@@ -850,6 +904,11 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
     start = time.perf_counter()
     qbytes = quantized_bytes(K, N, block)
     n_int4, n_dense = timing.copies(qbytes), timing.copies(2 * K * N)
+    for name, n, nbytes in (("int4", n_int4, qbytes), ("dense", n_dense, 2 * K * N)):
+        if n * nbytes < timing.rotate_bytes:  # capped by --max-copies
+            log(f"   WARNING: {n} {name} copies rotate {n * nbytes / 2**20:.1f} MiB, less than "
+                f"{timing.rotate_bytes / 2**20:.0f} MiB (4 x L2): raise --max-copies to keep "
+                f"the weights out of the L2")
     key_w, key_x = jax.random.split(key)
     onnx = onnx_copies(key_w, K, N, block, dtype, n_int4)
     weights = {}
@@ -881,7 +940,7 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
         x = x_all[:M]
         for impl in impls:
             label = f"{impl} {K}x{N} M={M} {dtype} group {group}"
-            if impl == "tinygemm":
+            if impl in TINYGEMM_IMPLS:
                 if tinygemm is None:
                     continue
                 reason = tinygemm.unsupported(K, N, block)
@@ -890,8 +949,8 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
                         log(f"    tinygemm skipped for {K}x{N} group {group}: {reason}")
                     continue
                 x_host = np.array(x.astype(F32))
-                m = try_measure(label, lambda: tinygemm.measure(x_host, onnx, jnp.dtype(dtype),
-                                                                ref_all, timing))
+                m = try_measure(label, lambda: tinygemm.measure(
+                    x_host, onnx, jnp.dtype(dtype), ref_all, timing, bare=impl != "tinygemm"))
             else:
                 measure = measure_jax_pass if impl in PASS_IMPLS else measure_jax
                 m = try_measure(label, lambda: measure(impl, x, weights[impl], ref_all, timing))
@@ -1078,7 +1137,7 @@ def main(argv=None):
     deadline = Deadline(args.budget_s)
     device = jax.devices()[0]
     torch = tinygemm = None
-    if "tinygemm" in args.impls and args.sweep:
+    if set(TINYGEMM_IMPLS) & set(args.impls) and args.sweep:
         torch, reason = torch_cuda()
         if torch is None:
             log(f"tinygemm: skipped, {reason}")

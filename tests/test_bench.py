@@ -430,6 +430,39 @@ def test_a_wrong_output_is_flagged_and_left_out(tmp_path, monkeypatch, capsys):
         notes = {(r["impl"], r["M"]): r["note"] for r in csv.DictReader(f)}
     assert re.match(r"CHECK FAILED: rel_err 0\.0(49|5)", notes[("xla_int4", "1")])
     assert not notes[("dense", "1")].startswith("CHECK FAILED")
-    summary, report = capsys.readouterr().out.split("== us per GEMM")[1].split("\nwrote ")
+    out = capsys.readouterr().out
+    summary, report = out.split("== us per GEMM")[1].split("\nwrote ")
     assert "dense" in summary and "xla_int4" not in summary
     assert "2 rows failed the output check" in report
+    # --max-copies 2 of these small weights rotate far less than 4 x L2: the log says so.
+    assert re.search(r"WARNING: 2 int4 copies rotate 0\.0 MiB, less than \d+ MiB", out)
+
+
+def test_tinygemm_rows_run_in_the_loop_and_as_bare_passes(tmp_path):
+    """Where torch with CUDA works (the GPU machine): tinygemm timed in the JAX rows' loop
+    (checksum and nudge, host wall time) and as bare passes, both checked against the
+    oracle, each against its own baseline."""
+    if bench.torch_cuda()[0] is None:
+        pytest.skip(f"tinygemm needs torch with CUDA: {bench.torch_cuda()[1]}")
+    rows = bench.main([
+        "--shapes", "1024x512", "--ms", "1,4", "--dtypes", "bfloat16", "--no-layer-stack",
+        "--no-repack", "--repeats", "1", "--min-gemms", "4", "--min-call-ms", "1",
+        "--impls", "dense,dense_pass,tinygemm,tinygemm_pass",
+        "--csv", str(tmp_path / "bench.csv"), "--plot", str(tmp_path / "bench.png")])
+    by = {(r["impl"], r["M"]): r for r in rows}
+    for M in (1, 4):
+        for impl, baseline in (("tinygemm", "dense"), ("tinygemm_pass", "dense_pass")):
+            row = by[(impl, M)]
+            assert not row.get("check_failed") and row["rel_err"] < 1e-2, row
+            assert row["speedup_vs_dense"] == pytest.approx(by[(baseline, M)]["us"] / row["us"])
+            assert row["gemms_per_call"] % row["copies"] == 0  # whole passes, no extra GEMM
+
+
+def test_xla_int4_rows_count_their_4_bit_arrays_at_half_a_byte():
+    """read_GBps: xla_int4's uint4 codes and zero points are half a byte an element (numpy's
+    itemsize says one), so its weight holds the format's bytes, no more."""
+    K, N, block = 256, 64, 32
+    q = jax_marlin.quantize(np.random.default_rng(0).standard_normal((K, N)).astype(np.float32),
+                            block_size=block)
+    weights = bench.xla_int4_weights(q, jnp.float16)
+    assert bench.tree_bytes(weights) == bench.quantized_bytes(K, N, block)
