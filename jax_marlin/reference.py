@@ -41,6 +41,7 @@ def matmul_nbits(a, packed, scales, zero_points, *, K, N, bits, block_size, bias
     y = jnp.einsum("...k,nk->...n", a.astype(jnp.float32), weight,
                    precision=jax.lax.Precision.HIGHEST)
     if bias is not None:
+        bias = _checks.as_array("bias", bias)  # as matmul_nbits takes it (numpy float64 too)
         _checks.bias(bias, N)
-        y = y + jnp.asarray(bias, jnp.float32)
+        y = y + bias.astype(jnp.float32)
     return y.astype(a.dtype)

@@ -262,6 +262,31 @@ def test_grad_matches_reference(rng, zp):
     t = jnp.asarray(activations(rng, a.shape, np.float32))
     _, tangent = jax.jvp(lambda x: jm.matmul_nbits(x, w), (a,), (t,))
     assert_close(tangent, oracle64(np.asarray(t), case), np.float32)
+    # In a alone, with a bias that has no tangent: the bias must not leak into it.
+    _, tangent = jax.jvp(lambda x: jm.matmul_nbits(x, w, b), (a,), (t,))
+    assert_close(tangent, oracle64(np.asarray(t), case), np.float32)
+    # In the bias alone (a constant, as when fine-tuning biases): the cotangent's row sums.
+    gb_alone = jax.grad(ours, argnums=1)(a, b)
+    np.testing.assert_allclose(gb_alone, np.asarray(cot).reshape(-1, 64).sum(0), rtol=1e-5,
+                               atol=1e-5)
+    _, tangent = jax.jvp(lambda c: jm.matmul_nbits(a, w, c), (b,), (b,))
+    np.testing.assert_allclose(tangent, np.broadcast_to(np.asarray(b), (2, 5, 64)), rtol=1e-6)
+
+
+def test_reference_takes_a_bias_as_matmul_nbits_does(rng):
+    """A numpy float64 bias or a list: both the op and the oracle take it (as float32)."""
+    case = make_case(rng, N=16, K=64, block_size=32, scale_dtype=np.float32)
+    a = jnp.asarray(activations(rng, (3, 64), np.float32))
+    bias = rng.standard_normal(16)  # float64
+    want = oracle64(np.asarray(a), case, bias.astype(np.float32))
+    for b in (bias, list(bias)):
+        got = jm.reference.matmul_nbits(a, case.packed, case.scales, case.zero_points,
+                                        bias=b, **case.attrs)
+        assert_close(got, want, np.float32)
+        assert_close(jm.matmul_nbits(a, case.prepare(), b), want, np.float32)
+    with pytest.raises(TypeError, match="bias must be an array, got str"):
+        jm.reference.matmul_nbits(a, case.packed, case.scales, case.zero_points, bias="0",
+                                  **case.attrs)
 
 
 @pytest.mark.parametrize("leaf", ["scales", "zero_points"])
@@ -278,6 +303,19 @@ def test_grad_in_the_quantized_weights_is_refused(rng, leaf):
     for transform in (jax.grad, lambda f: jax.jit(jax.grad(f))):
         with pytest.raises(NotImplementedError, match="not differentiable in the quantized"):
             transform(loss)(getattr(w, leaf))
+
+
+def test_assert_close_catches_an_error_confined_to_one_column(rng):
+    """The suite's comparison (conftest.assert_close): a column 14% off, as one wrong zero
+    point makes it, passes the Frobenius tolerance over a wide output but not the peak
+    bound; the same output rounded to float16 (spread error) passes both."""
+    want = rng.standard_normal((256, 8192))
+    wrong = want.copy()
+    wrong[:, 5] *= 1.14
+    assert rel_err(wrong, want) <= TOLERANCE[np.dtype(np.float16)]
+    with pytest.raises(AssertionError, match="element .* off by"):
+        assert_close(wrong, want, np.float16)
+    assert_close(want.astype(np.float16), want, np.float16)
 
 
 def test_grad_half_precision_runs(rng):

@@ -141,6 +141,55 @@ def test_bad_attributes_are_named(attribute, value, message):
         jmo.load_weights(model, progress=False)
 
 
+def test_constant_node_weights_and_a_flat_b_load_as_initializers_do():
+    """Weights held by Constant nodes (as some exporters write them) and a B flattened to
+    one dimension load to the same op, which matches onnxruntime on the model as built."""
+    model, _ = _node_model(200, 64, bias=True)
+    a = np.random.default_rng(1).standard_normal((5, 200)).astype(np.float32)
+    expected = _ort_run(model, {"A": a})
+
+    as_constants = copy.deepcopy(model)
+    constants = [helper.make_node("Constant", [], [t.name], value=t)
+                 for t in as_constants.graph.initializer]
+    del as_constants.graph.initializer[:]
+    nodes = constants + list(as_constants.graph.node)
+    del as_constants.graph.node[:]
+    as_constants.graph.node.extend(nodes)
+    np.testing.assert_allclose(_ort_run(as_constants, {"A": a}), expected, rtol=1e-6)
+
+    flat_b = copy.deepcopy(model)
+    (b,) = [t for t in flat_b.graph.initializer if t.name == "B"]
+    b.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(b).reshape(-1), "B"))
+
+    for variant in (as_constants, flat_b):
+        layer = jmo.load_weights(variant, progress=False)["mm"]
+        got = jax_marlin.matmul_nbits(a, layer.weights, layer.bias)
+        assert _rel(got, expected) <= 1e-5
+
+
+def _edited_node(edit):
+    model, _ = _node_model(200, 64)
+    edit(model.graph)
+    return model
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda g: g.node.extend([copy.deepcopy(g.node[0])]), "the name is not unique"),
+    (lambda g: g.node[0].attribute.remove(
+        next(a for a in g.node[0].attribute if a.name == "K")), r"missing attribute\(s\) K"),
+    (lambda g: g.node[0].input.__setitem__(1, ""), "input B .* is missing"),
+    (lambda g: g.node[0].input.__setitem__(2, ""), "input scales is missing"),
+], ids=["duplicate_name", "no_K", "no_B", "no_scales"])
+def test_malformed_nodes_are_named(edit, message):
+    with pytest.raises(jmo.UnsupportedNodeError, match=f"'mm': {message}"):
+        jmo.load_weights(_edited_node(edit), progress=False)
+
+
+def test_a_model_argument_that_is_no_model_is_named():
+    with pytest.raises(TypeError, match="model must be a path or an onnx.ModelProto, got int"):
+        jmo.load_weights(3, progress=False)
+
+
 def test_a_bias_that_is_not_float_is_named():
     """The format's bias has A's (float) type: an int32 initializer is refused at load, as
     the node's, not later by matmul_nbits."""
