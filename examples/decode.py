@@ -13,7 +13,8 @@ the next; all ``--steps`` steps run in one jitted ``lax.scan``, so the timing
 holds no Python dispatch. It is timed at batch 1 and 16 in fp16, then every
 Linear layer is quantized in place by ``jax_marlin.flax.quantize_model``
 (4 bits, block 128) and timed again with the same module code.
-Defaults are Llama-3-8B dimensions with 4 layers (``--layers``); on CPU they
+Defaults are Llama-3-8B's layer dimensions, with 4 layers (``--layers``) and a 32k
+vocabulary (``--vocab``; Llama-3's is 128256); on CPU they
 shrink to a tiny model unless given.
 """
 

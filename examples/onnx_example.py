@@ -6,7 +6,7 @@
 1. Build a small float ONNX MLP (96 -> 200 -> 160 -> 64, Relu and erf-Gelu).
 2. Turn its MatMuls into MatMulNBits with onnxruntime's MatMulNBitsQuantizer
    (the middle layer in 8 bits, the others in 4 bits, asymmetric, block 32;
-   K = 200 and 160 are not multiples of the block).
+   the middle layer's K = 200 is not a multiple of the block).
 3. Load the weights with jax_marlin.onnx.load_weights, rebuild the network with
    jax_marlin.flax.Linear and compare with onnxruntime's output.
 """

@@ -52,11 +52,16 @@ def float_dtype(name: str, dtype) -> np.dtype:
     return dtype
 
 
-def _shape_is(name, array, expected, alternatives=()):
+def _shape_is(name, array, expected, alternatives=(), where=""):
     shape = tuple(array.shape)
     if shape != tuple(expected) and shape not in [tuple(s) for s in alternatives]:
         options = " or ".join(str(tuple(s)) for s in (expected, *alternatives))
-        raise ValueError(f"{name} must have shape {options}, got {shape}")
+        raise ValueError(f"{name} must have shape {options}, got {shape}{where}")
+
+
+def _attributes(K, N, bits, block_size) -> str:
+    """Which attributes an expected shape came from, for the messages."""
+    return f" (for K={K}, N={N}, bits={bits}, block_size={block_size})"
 
 
 def onnx_tensors(packed, scales, zero_points, *, K, N, bits, block_size) -> str:
@@ -66,26 +71,27 @@ def onnx_tensors(packed, scales, zero_points, *, K, N, bits, block_size) -> str:
     value) or ``"float"`` (code units, the scales' dtype).
     """
     format_attributes(K, N, bits, block_size)
+    where = _attributes(K, N, bits, block_size)
     num_blocks = _format.k_blocks(K, block_size)
     blob = _format.blob_bytes(block_size, bits)
     if np.dtype(packed.dtype) != np.uint8:
         raise TypeError(f"packed must have dtype uint8, got {np.dtype(packed.dtype)}")
-    _shape_is("packed", packed, (N, num_blocks, blob))
+    _shape_is("packed", packed, (N, num_blocks, blob), where=where)
     scale_dtype = float_dtype("scales", scales.dtype)
-    _shape_is("scales", scales, (N, num_blocks), [(N * num_blocks,)])
+    _shape_is("scales", scales, (N, num_blocks), [(N * num_blocks,)], where)
     if zero_points is None:
         return "implicit"
     zp_dtype = np.dtype(zero_points.dtype)
     if zp_dtype == np.uint8:
         row = _format.zero_point_row_bytes(num_blocks, bits)
-        _shape_is("zero_points", zero_points, (N, row), [(N * row,)])
+        _shape_is("zero_points", zero_points, (N, row), [(N * row,)], where)
         return "packed"
     if zp_dtype in FLOAT_DTYPES:
         if zp_dtype != scale_dtype:
             raise TypeError(
                 f"float zero_points must have the scales' dtype {scale_dtype}, got {zp_dtype}"
             )
-        _shape_is("zero_points", zero_points, (N, num_blocks), [(N * num_blocks,)])
+        _shape_is("zero_points", zero_points, (N, num_blocks), [(N * num_blocks,)], where)
         return "float"
     raise TypeError(
         f"zero_points must be packed uint8 or have the scales' dtype {scale_dtype}, got {zp_dtype}"
@@ -143,8 +149,12 @@ def prepared_weights(w) -> None:
         packed = np.issubdtype(np.dtype(w.zero_points.dtype), np.integer)
         expected.append(("weights.zero_points", w.zero_points,
                          *(packed_zero_points if packed else (per_column, scale_dtype))))
+    # Arrays of another layout (the ONNX tensors themselves, or weights edited after
+    # prepare) are the usual cause: say where the expectation came from.
+    where = (_attributes(w.K, w.N, w.bits, w.block_size)[:-1]
+             + "; MarlinWeights come from jax_marlin.prepare)")
     for name, array, shape, dtype in expected:
         if np.dtype(array.dtype) != np.dtype(dtype):
             raise TypeError(f"{name} must have dtype {np.dtype(dtype)}, got "
-                            f"{np.dtype(array.dtype)}")
-        _shape_is(name, array, shape)
+                            f"{np.dtype(array.dtype)}{where}")
+        _shape_is(name, array, shape, where=where)

@@ -65,12 +65,16 @@ def cuda_module():
 def build_info() -> dict:
     """What this installation was compiled with.
 
-    ``cpu`` / ``cuda``: whether each FFI module is present; ``cuda_architectures``:
-    the SM targets of the CUDA kernels; ``xla_ffi_api_version``: the version of
-    the XLA FFI headers the handlers were compiled against (a handler loads on
-    any jaxlib whose own version is at least this); ``wgmma_producer`` (with the CUDA
-    module): the wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER, 1 (the default: the producer
-    warpgroup at 256 rows), 0 where built with -DJAX_MARLIN_WGMMA_PRODUCER=0.
+    Always: ``cpu`` / ``cuda``, whether each FFI module is present;
+    ``cuda_architectures``, the SM targets of the CUDA kernels ([] without the CUDA
+    module); ``cuda_runtime_version`` (None without it); ``xla_ffi_api_version``, the
+    version of the XLA FFI headers the handlers were compiled against (a handler loads
+    on any jaxlib whose own version is at least this; None without either module);
+    ``jax_version``, the running jax. With the CUDA module: ``wgmma_producer``, the
+    wgmma kernel's JAX_MARLIN_WGMMA_PRODUCER (1, the default: the producer warpgroup
+    at 256 rows; 0 where built with -DJAX_MARLIN_WGMMA_PRODUCER=0). Without a module:
+    ``cuda_import_error`` / ``cpu_import_error``, why it did not import (on a build
+    without CUDA, a ModuleNotFoundError: expected, not a fault).
     """
     info = {
         "cpu": _cpu is not None,

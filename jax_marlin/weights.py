@@ -125,6 +125,7 @@ def dequantize(weights: MarlinWeights, dtype=jnp.float32):
         raise TypeError(f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), "
                         f"got {type(weights).__name__}")
     dtype = _checks.float_dtype("dtype", dtype)
+    _checks.prepared_weights(weights)
     w = weights
     num_blocks, block = w.k_blocks, w.block_size
     if w.bits == 4:

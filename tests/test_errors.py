@@ -44,7 +44,8 @@ PREPARE_ERRORS = [
     ("packed_dtype", lambda p, s, z, kw: (p.astype(np.int8), s, z, kw), TypeError,
      r"packed must have dtype uint8, got int8"),
     ("packed_shape_blob", lambda p, s, z, kw: (p[:, :, :16], s, z, kw), ValueError,
-     r"packed must have shape \(37, 4, 32\), got \(37, 4, 16\)"),
+     r"packed must have shape \(37, 4, 32\), got \(37, 4, 16\) "
+     r"\(for K=200, N=37, bits=4, block_size=64\)"),
     ("packed_shape_n", lambda p, s, z, kw: (p[:30], s, z, kw), ValueError,
      r"packed must have shape \(37, 4, 32\)"),
     ("packed_for_other_K", lambda p, s, z, kw: (p, s, z, dict(kw, K=300)), ValueError,
@@ -158,7 +159,9 @@ MATMUL_ERRORS = [
      TypeError, r"weights.codes must have dtype uint32, got bfloat16"),
     ("weights_other_block", lambda w: (jnp.ones((3, K), jnp.float16),
                                        dataclasses.replace(w, block_size=32), None, {}),
-     ValueError, r"weights.codes must have shape \(1, 14, 128\), got \(1, 16, 128\)"),
+     ValueError, r"weights.codes must have shape \(1, 14, 128\), got \(1, 16, 128\) \(for "
+                 r"K=200, N=37, bits=4, block_size=32; MarlinWeights come from "
+                 r"jax_marlin.prepare\)"),
     ("weights_scales_cut", lambda w: (jnp.ones((3, K), jnp.float16),
                                       dataclasses.replace(w, scales=w.scales[:1]), None, {}),
      ValueError, r"weights.scales must have shape \(4, 64\), got \(1, 64\)"),
@@ -272,7 +275,9 @@ def test_quantize_rejects(kernel, kw, error, pattern):
      r"weights must be jax_marlin.MarlinWeights .*got QuantizedWeights"),
     (lambda w: w, jnp.int32, TypeError, r"dtype must have dtype float16, bfloat16 or float32, "
                                         r"got int32"),
-], ids=["quantized_weights", "int_dtype"])
+    (lambda w: dataclasses.replace(w, block_size=32), jnp.float32, ValueError,
+     r"weights.codes must have shape .*MarlinWeights come from jax_marlin.prepare"),
+], ids=["quantized_weights", "int_dtype", "edited_block_size"])
 def test_dequantize_rejects(weights, make, dtype, error, pattern):
     with pytest.raises(error, match=pattern):
         jm.dequantize(make(weights), dtype)

@@ -210,6 +210,16 @@ def test_quantize_model_include_exclude():
     assert model.layers[0].down.bits == 8 and model.layers[0].up.bits == 4
 
 
+def test_quantize_model_takes_lists_of_patterns():
+    model = _Model(nnx.Rngs(0))
+    summary = jmf.quantize_model(model, block_size=32, include=[r"^layers/0/", r"^embed$"],
+                                 exclude=[r"/down$"])
+    assert sorted(summary.replaced) == ["embed", "layers/0/up"]
+    assert jmf.quantize_model(_Model(nnx.Rngs(0)), block_size=32, include=[]).replaced == ()
+    with pytest.raises(TypeError, match="exclude must be a regular expression .* got 3"):
+        jmf.quantize_model(_Model(nnx.Rngs(0)), exclude=3)
+
+
 def test_quantize_model_fp16_under_jit():
     model = _two_layers(0, jnp.float16)
     float_model = nnx.clone(model)
@@ -270,7 +280,8 @@ def test_linen_dense_quantize_params(bits, symmetric):
     variables = jml.quantize_params(float_vars["params"], bits=bits, block_size=32,
                                     symmetric=symmetric)
     assert set(variables["params"]["up"]) == {"bias"}
-    expected_leaves = {"codes", "scales"} | (set() if symmetric else {"zero_points"})
+    expected_leaves = {"codes", "scales", "in_features"} | (
+        set() if symmetric else {"zero_points"})
     assert set(variables["quantized"]["up"]) == expected_leaves
     y = model.apply(variables, x)
 
@@ -287,6 +298,48 @@ def test_linen_dense_quantize_params(bits, symmetric):
     np.testing.assert_allclose(y, float_model.apply({"params": ref_params}, x), rtol=1e-5,
                                atol=1e-5)
     assert _rel(y, float_model.apply(float_vars, x)) < (0.1 if bits == 4 else 0.01)
+
+
+def test_linen_dense_checks_its_input_against_the_stored_k():
+    """K is stored (the shape of an empty leaf): an input a few features short of the last
+    block, which the arrays alone cannot tell, is refused; the leaf survives Flax's
+    serialization; variables without it (from before) still apply."""
+    x = jax.random.normal(jax.random.key(0), (2, 200))
+    dense = jml.Dense(features=16, block_size=32)
+    variables = dense.init(jax.random.key(1), x)
+    assert variables["quantized"]["in_features"].shape == (200, 0)
+    with pytest.raises(ValueError, match=r"Dense .*the input has 190 features, but its "
+                                         r"quantized weights were made for 200"):
+        dense.apply(variables, x[:, :190])
+    restored = flax.serialization.from_bytes(variables, flax.serialization.to_bytes(variables))
+    assert restored["quantized"]["in_features"].shape == (200, 0)
+    y = dense.apply(restored, x)
+    np.testing.assert_array_equal(y, dense.apply(variables, x))
+    older = {**variables, "quantized": {k: v for k, v in variables["quantized"].items()
+                                        if k != "in_features"}}
+    np.testing.assert_array_equal(dense.apply(older, x), y)
+
+
+def test_linen_quantize_params_include_exclude():
+    """A layer left out keeps its float kernel in 'params', for a model where it is still an
+    nn.Dense; the rest are quantized as usual."""
+    x = jax.random.normal(jax.random.key(0), (5, 72))
+    float_vars = _LinenMLP().init(jax.random.key(1), x)
+
+    class Mixed(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = jax.nn.relu(jml.Dense(120, block_size=32, name="up")(x))
+            return nn.Dense(40, name="down")(x)
+
+    for kwargs in (dict(exclude=r"down$"), dict(include=[r"^up$"])):
+        variables = jml.quantize_params(float_vars["params"], block_size=32, **kwargs)
+        assert set(variables["quantized"]) == {"up"}
+        assert set(variables["params"]["down"]) == {"kernel", "bias"}
+        y = Mixed().apply(variables, x)
+        assert _rel(y, _LinenMLP().apply(float_vars, x)) < 0.1
+    with pytest.raises(TypeError, match="include must be a regular expression"):
+        jml.quantize_params(float_vars["params"], include=1)
 
 
 def test_linen_dense_init_apply():

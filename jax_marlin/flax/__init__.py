@@ -1,8 +1,12 @@
 """Flax NNX layers on quantized weights: :class:`Linear` and :func:`quantize_model`.
 
-``jax_marlin.flax.Linear`` is a drop-in for ``flax.nnx.Linear`` whose weight is a
-prepared MatMulNBits weight (:class:`jax_marlin.MarlinWeights`);
+``jax_marlin.flax.Linear`` stands in for ``flax.nnx.Linear`` with a prepared
+MatMulNBits weight (:class:`jax_marlin.MarlinWeights`);
 :func:`quantize_model` swaps every ``nnx.Linear`` of a model for one, in place.
+One difference: with ``dtype=None`` it computes in the input's dtype, where
+``nnx.Linear`` promotes the input to its parameters' dtype (float32 parameters
+and a bfloat16 input give float32 there, bfloat16 here: the tensor-core path),
+and it takes float inputs only. Set ``dtype`` to choose.
 Linen users: :mod:`jax_marlin.flax.linen`.
 
 How the quantized tensors are stored: the codes, scales and zero points are
@@ -132,13 +136,28 @@ def _nbytes(x) -> int:
     return 0 if x is None else int(x.size) * x.dtype.itemsize
 
 
-def quantize_model(model, *, bits: int = 4, block_size: int = 128, include: str | None = None,
-                   exclude: str | None = None, symmetric: bool = False) -> QuantizationSummary:
+def _patterns(name, value):
+    """``value``, a regular expression or a list of them, as one compiled expression that
+    matches where any of them does (None stays None)."""
+    if value is None:
+        return None
+    patterns = [value] if isinstance(value, str) else value
+    if not isinstance(patterns, (list, tuple)) or not all(isinstance(p, str) for p in patterns):
+        raise TypeError(f"{name} must be a regular expression (str) or a list of them, got "
+                        f"{value!r}")
+    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)")  # []: matches nothing
+
+
+def quantize_model(model, *, bits: int = 4, block_size: int = 128,
+                   include: str | collections.abc.Sequence[str] | None = None,
+                   exclude: str | collections.abc.Sequence[str] | None = None,
+                   symmetric: bool = False) -> QuantizationSummary:
     """Replaces the ``nnx.Linear`` layers of ``model`` by quantized :class:`Linear`, in place.
 
     A layer is replaced when its path, its keys joined by '/' (e.g.
     ``'layers/0/mlp/up'``), matches the regular expression ``include``
-    (``re.search``; all layers when ``None``) and does not match ``exclude``.
+    (``re.search``; all layers when ``None``) and does not match ``exclude``;
+    either may also be a list of expressions, any of which matches.
     Layers may sit in attributes, ``nnx.List`` / ``nnx.Dict`` or (``nnx.data``)
     lists and dicts; a layer shared by several parents is replaced everywhere
     by one quantized layer. Only exact ``nnx.Linear`` instances are replaced:
@@ -147,8 +166,7 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128, include: str 
 
     Returns a :class:`QuantizationSummary`.
     """
-    include_re = None if include is None else re.compile(include)
-    exclude_re = None if exclude is None else re.compile(exclude)
+    include_re, exclude_re = _patterns("include", include), _patterns("exclude", exclude)
     graph = list(nnx.iter_graph(model))  # (path, node); each node once, parents after children
     if type(model) is nnx.Linear:
         raise TypeError("quantize_model replaces the Linear layers inside a model; for a lone "

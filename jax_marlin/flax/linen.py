@@ -10,15 +10,16 @@ The contract, for Linen users:
   (trainable).
 - ``Dense.init`` quantizes a freshly initialized float kernel (``kernel_init``),
   so a model initializes as usual.
-- As ``nn.Dense``, it takes ``in_features`` from its input. The stored arrays
-  are checked against it only to the block (they hold K rounded up to
-  ``block_size``; K itself is not stored), so an input a few features short of
-  the last block is not caught.
+- As ``nn.Dense``, it takes ``in_features`` from its input, and the input
+  must match the weights': their K is kept in the 'quantized' collection as
+  the shape of an empty leaf, ``in_features`` (``uint8 [K, 0]``, no bytes;
+  Linen variables are arrays, and a shape stays static under ``jit``).
 - To convert a trained float model, replace its ``nn.Dense`` by this ``Dense``
   (same name, same ``features``) and convert the variables with
   :func:`quantize_params`, with the same ``bits``/``block_size``/``symmetric``::
 
-      variables = quantize_params(float_variables["params"], bits=4, block_size=128)
+      variables = quantize_params(float_variables["params"], bits=4, block_size=128,
+                                  exclude=r"lm_head")  # that one stays an nn.Dense
       y = QuantizedModel().apply(variables, x)
 """
 
@@ -36,6 +37,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 import jax.numpy as jnp
 
 import jax_marlin
+from jax_marlin.flax import _patterns
 from jax_marlin.weights import MarlinWeights
 
 __all__ = ["COLLECTION", "Dense", "quantize_kernel", "quantize_params"]
@@ -52,33 +54,54 @@ def quantize_kernel(kernel, *, bits: int = 4, block_size: int = 128,
 
 
 def _leaves(weights: MarlinWeights) -> dict:
-    leaves = {"codes": weights.codes, "scales": weights.scales}
+    leaves = {"codes": weights.codes, "scales": weights.scales,
+              "in_features": jnp.zeros((weights.K, 0), jnp.uint8)}
     if weights.zero_points is not None:
         leaves["zero_points"] = weights.zero_points
     return leaves
 
 
-def quantize_params(params, *, bits: int = 4, block_size: int = 128, symmetric: bool = False):
+def quantize_params(params, *, bits: int = 4, block_size: int = 128, symmetric: bool = False,
+                    include=None, exclude=None):
     """Float Linen params -> variables for a model whose ``nn.Dense`` are :class:`Dense`.
 
     ``params`` is a (nested) params dict: every sub-dict holding a 2-D
     ``'kernel'`` is taken as a Dense layer, its kernel quantized into the
     'quantized' collection at the same path; everything else (biases, norms,
-    embeddings) is kept in 'params'. Returns ``{'params': ..., 'quantized': ...}``.
+    embeddings) is kept in 'params'. ``include`` / ``exclude`` choose the layers
+    by their path (keys joined by '/', e.g. ``'decoder/layers_0/up'``) as in
+    :func:`jax_marlin.flax.quantize_model`: a regular expression or a list of
+    them; a layer left out keeps its float kernel (that layer stays an
+    ``nn.Dense`` in the model). Returns ``{'params': ..., 'quantized': ...}``.
     """
-    kept, quantized = {}, {}
-    for name, value in params.items():
-        if name == "kernel" and getattr(value, "ndim", None) == 2:
-            quantized.update(_leaves(quantize_kernel(value, bits=bits, block_size=block_size,
+    include_re, exclude_re = _patterns("include", include), _patterns("exclude", exclude)
+
+    def chosen(path):
+        name = "/".join(path)
+        return ((include_re is None or include_re.search(name))
+                and not (exclude_re is not None and exclude_re.search(name)))
+
+    def split(tree, path):
+        kept, quantized = {}, {}
+        layer = getattr(tree.get("kernel"), "ndim", None) == 2 and chosen(path)
+        if layer:
+            quantized.update(_leaves(quantize_kernel(tree["kernel"], bits=bits,
+                                                     block_size=block_size,
                                                      symmetric=symmetric)))
-        elif hasattr(value, "items"):
-            sub = quantize_params(value, bits=bits, block_size=block_size, symmetric=symmetric)
-            if sub["params"]:
-                kept[name] = sub["params"]
-            if sub[COLLECTION]:
-                quantized[name] = sub[COLLECTION]
-        else:
-            kept[name] = value
+        for name, value in tree.items():
+            if layer and name == "kernel":
+                continue
+            if hasattr(value, "items"):
+                sub_kept, sub_quantized = split(value, (*path, str(name)))
+                if sub_kept:
+                    kept[name] = sub_kept
+                if sub_quantized:
+                    quantized[name] = sub_quantized
+            else:
+                kept[name] = value
+        return kept, quantized
+
+    kept, quantized = split(params, ())
     return {"params": kept, COLLECTION: quantized}
 
 
@@ -109,6 +132,12 @@ class Dense(nn.Module):
         if self.dtype is not None:
             inputs = jnp.asarray(inputs).astype(self.dtype)
         in_features = inputs.shape[-1]
+        if self.has_variable(COLLECTION, "in_features"):  # (absent in variables before it)
+            stored = self.get_variable(COLLECTION, "in_features").shape[0]
+            if stored != in_features:
+                raise ValueError(
+                    f"Dense {self.name!r}: the input has {in_features} features, but its "
+                    f"quantized weights were made for {stored}")
         fresh = {}
         if not self.has_variable(COLLECTION, "codes"):
             if not self.is_initializing():
@@ -127,6 +156,8 @@ class Dense(nn.Module):
                 f"collection {stored} zero_points: quantize_params and this Dense must agree "
                 f"on symmetric")
         leaf = lambda name: self.variable(COLLECTION, name, lambda: fresh[name]).value  # noqa: E731
+        if fresh:
+            leaf("in_features")
         weights = MarlinWeights(leaf("codes"), leaf("scales"),
                                 None if self.symmetric else leaf("zero_points"),
                                 K=in_features, N=self.features, bits=self.bits,
