@@ -629,8 +629,15 @@ class TinyGemm:
             return self.torch.ops.aten._weight_int4pack_mm(x, packed, block, scales_and_zeros)
 
         x, weights, rel_err, note = self._checked(x_host, onnx, dtype, ref_all, mm)
+        # A pass of at least --min-pass-gemms weights, duplicates in buffers of their own,
+        # as in_rotation fills the JAX rows' passes: the pass's fixed work is shared alike.
+        weights = list(weights)
+        while len(weights) < timing.min_pass_gemms:
+            weights.append(tuple(t.clone() for t in weights[len(weights) % len(onnx)]))
         timed = self._bare_passes if bare else self._loop
-        us, gemms, compile_s, graph_note = timed(mm, x, weights, timing)
+        us, gemms, compile_s, graph_note, y0 = timed(mm, x, weights, timing)
+        if y0 is not None:  # the timed graph's own first GEMM, checked as the JAX rows are
+            rel_err = float(_rel_err(jnp.asarray(y0.float().cpu().numpy()), ref_all))
         packed, sz = weights[0]
         read = packed.numel() * packed.element_size() + sz.numel() * sz.element_size()
         return Measurement(us[0], us[1], gemms, len(weights), compile_s, rel_err, read,
@@ -643,11 +650,14 @@ class TinyGemm:
         torch = self.torch
         x_run = x.clone()
         total = torch.zeros((), device=x.device, dtype=torch.float32)
+        first = []  # the pass's first output, in the graph's memory
 
         def one_pass():
             x_run.add_((torch.tanh(total) * 1e-3).to(x_run.dtype))
             ys = [mm(x_run, packed, sz) for packed, sz in weights]
-            total.add_(torch.cat([y.reshape(-1) for y in ys]).abs().sum(dtype=torch.float32))
+            first[:] = ys[:1]
+            total.add_(torch.linalg.vector_norm(torch.cat([y.reshape(-1) for y in ys]), ord=1,
+                                                dtype=torch.float32))
 
         start = time.perf_counter()
         replay, graph_note = self._graph(one_pass)
@@ -665,14 +675,15 @@ class TinyGemm:
             call(passes)
             return time.perf_counter() - start
 
-        call(1)
+        call(1)  # the first pass's nudge is tanh(0) = 0: its first output is x @ copy 0
+        y0 = first[0].clone()
         passes = timing.sized_passes(len(weights), lambda p: min(wall_s(p), wall_s(p)))
         gemms = passes * len(weights)
         us = [statistics.median(wall_s(passes) for _ in range(timing.repeats)) * 1e6 / gemms
               for _ in range(2)]
         if not math.isfinite(float(total)):
             graph_note = "; ".join(n for n in (graph_note, "non-finite running sum") if n)
-        return us, gemms, compile_s, graph_note
+        return us, gemms, compile_s, graph_note, y0
 
     def _bare_passes(self, mm, x, weights, timing):
         """CUDA events around graph replays of bare passes (no checksum, no nudge)."""
@@ -688,7 +699,7 @@ class TinyGemm:
         for _ in range(2):
             runs = [self._events_s(replay, passes) for _ in range(timing.repeats)]
             us.append(statistics.median(runs) * 1e6 / (passes * len(weights)))
-        return us, passes * len(weights), compile_s, graph_note
+        return us, passes * len(weights), compile_s, graph_note, None
 
     def _graph(self, one_pass):
         torch = self.torch
@@ -737,7 +748,7 @@ class Results:
     """Rows as they come: printed, appended to the CSV, kept for the summary."""
 
     def __init__(self, path, device, jax_version):
-        self.path, self.rows = path, []
+        self.path, self.rows, self.failures = path, [], []
         self.context = dict(device=device, jax_version=jax_version)
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -749,9 +760,9 @@ class Results:
     def dense_us(self, K, N, M, dtype, group, baseline="dense"):
         for row in reversed(self.rows):
             if (row["K"], row["N"], row["M"], row["dtype"], row["group"], row["impl"]) == (
-                    K, N, M, dtype, group, baseline):
+                    K, N, M, dtype, group, baseline) and not row.get("check_failed"):
                 return row["us"]
-        return None
+        return None  # (a baseline that failed its check gives no ratio)
 
     def add(self, K, N, M, dtype, group, impl, m: Measurement, dense_us=None):
         """One row; ``dense_us`` is the baseline (default: this config's ``dense`` row, or
@@ -865,11 +876,14 @@ def plot(rows, path, group):
 # --- sections ---------------------------------------------------------------------------
 
 
-def try_measure(label, fn):
-    """Runs one measurement; a failure prints a clear message and returns None."""
+def try_measure(label, fn, results=None):
+    """Runs one measurement; a failure prints a clear message, is listed in
+    ``results.failures`` (the command then exits 1) and returns None."""
     try:
         return fn()
     except Exception as error:  # noqa: BLE001  (one failed row must not end the run)
+        if results is not None:
+            results.failures.append(label)
         log(f"    FAILED {label}: {type(error).__name__}: {str(error).splitlines()[0][:300]}")
         log("    " + "".join(traceback.format_exc().splitlines(True)[-4:]).replace("\n", "\n    "))
         return None
@@ -893,7 +907,7 @@ def run_sweep(args, timing: Timing, results: Results, key, deadline: Deadline, t
         key, sub = jax.random.split(key)
         start = time.perf_counter()
         try_measure(label, lambda: sweep_block(args, timing, results, deadline, sub, K, N, dtype,
-                                               group, impls, tinygemm))
+                                               group, impls, tinygemm), results)
         log(f"[{label}: {time.perf_counter() - start:.1f} s; elapsed {deadline.elapsed():.0f} s]")
 
 
@@ -950,10 +964,12 @@ def sweep_block(args, timing, results, deadline, key, K, N, dtype, group, impls,
                     continue
                 x_host = np.array(x.astype(F32))
                 m = try_measure(label, lambda: tinygemm.measure(
-                    x_host, onnx, jnp.dtype(dtype), ref_all, timing, bare=impl != "tinygemm"))
+                    x_host, onnx, jnp.dtype(dtype), ref_all, timing, bare=impl != "tinygemm"),
+                    results)
             else:
                 measure = measure_jax_pass if impl in PASS_IMPLS else measure_jax
-                m = try_measure(label, lambda: measure(impl, x, weights[impl], ref_all, timing))
+                m = try_measure(label, lambda: measure(impl, x, weights[impl], ref_all, timing),
+                                results)
             if m is not None:
                 results.add(K, N, M, dtype, group, impl, m)
     if tinygemm is not None:
@@ -1125,7 +1141,9 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
+def main(argv=None, *, exit_status=False):
+    """Runs the benchmark; returns its rows, or with ``exit_status`` the command's status: 1
+    where a row failed its output check or a measurement raised, else 0."""
     args = parse_args(argv)
     if args.mem_fraction is not None:
         os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(args.mem_fraction)
@@ -1171,7 +1189,7 @@ def main(argv=None):
             continue
         start = time.perf_counter()
         key, sub = jax.random.split(key)
-        try_measure(name, lambda: run(args, timing, results, sub))
+        try_measure(name, lambda: run(args, timing, results, sub), results)
         log(f"[section {name}: {time.perf_counter() - start:.1f} s; "
             f"elapsed {deadline.elapsed():.0f} s]")
     if args.sweep:
@@ -1184,8 +1202,13 @@ def main(argv=None):
     for r in failed:
         log(f"  {r['impl']} {r['K']}x{r['N']} M={r['M']} {r['dtype']} group {r['group']}: "
             f"{r['note']}")
+    if results.failures:
+        log(f"{len(results.failures)} measurements raised (exit status 1): "
+            + "; ".join(results.failures))
+    if exit_status:
+        return 1 if failed or results.failures else 0
     return results.rows
 
 
 if __name__ == "__main__":
-    sys.exit(1 if any(row.get("check_failed") for row in main()) else 0)
+    sys.exit(main(exit_status=True))

@@ -37,6 +37,22 @@ def run(tmp_path_factory):
     return path, rows, returned
 
 
+def test_a_measurement_that_raises_sets_the_exit_status(tmp_path, monkeypatch):
+    def broken(impl, *args):
+        if impl == "jax_marlin":
+            raise RuntimeError("a broken measurement")
+        return real(impl, *args)
+
+    real = bench.measure_jax
+    monkeypatch.setattr(bench, "measure_jax", broken)
+    argv = ["--shapes", "256x128", "--ms", "1", "--dtypes", "float16", "--no-layer-stack",
+            "--no-repack", "--repeats", "1", "--min-gemms", "2", "--min-call-ms", "0",
+            "--max-copies", "2", "--min-pass-gemms", "2", "--csv", str(tmp_path / "b.csv"),
+            "--plot", str(tmp_path / "b.png")]
+    assert bench.main(argv + ["--impls", "dense,jax_marlin"], exit_status=True) == 1
+    assert bench.main(argv + ["--impls", "dense"], exit_status=True) == 0
+
+
 def test_csv_columns_and_rows(run):
     _, rows, returned = run
     assert set(bench.COLUMNS) <= set(rows[0])
@@ -419,15 +435,16 @@ def test_a_wrong_output_is_flagged_and_left_out(tmp_path, monkeypatch, capsys):
     wrong = bench.make_loop(lambda x, w: bench.op_xla_int4(x, w) * 1.05)
     monkeypatch.setitem(bench.LOOPS, "xla_int4", wrong)
     path = tmp_path / "bench.csv"
-    rows = bench.main([
+    status = bench.main([
         "--shapes", "256x128", "--ms", "1,3", "--dtypes", "float16", "--no-layer-stack",
         "--no-repack", "--repeats", "1", "--min-gemms", "2", "--min-call-ms", "0",
         "--max-copies", "2", "--min-pass-gemms", "2", "--impls", "dense,xla_int4",
-        "--csv", str(path), "--plot", str(tmp_path / "bench.png")])
-    flagged = {(r["impl"], r["M"]) for r in rows if r.get("check_failed")}
-    assert flagged == {("xla_int4", 1), ("xla_int4", 3)}
+        "--csv", str(path), "--plot", str(tmp_path / "bench.png")], exit_status=True)
+    assert status == 1  # the command's exit status
     with open(path, newline="") as f:
         notes = {(r["impl"], r["M"]): r["note"] for r in csv.DictReader(f)}
+    assert {key for key, note in notes.items() if note.startswith("CHECK FAILED")} == {
+        ("xla_int4", "1"), ("xla_int4", "3")}
     assert re.match(r"CHECK FAILED: rel_err 0\.0(49|5)", notes[("xla_int4", "1")])
     assert not notes[("dense", "1")].startswith("CHECK FAILED")
     out = capsys.readouterr().out
