@@ -88,6 +88,11 @@ DENSE_FROM_M = 256
 # 177 / 168, M = 32 297 / 182; 14336 x 4096 at M = 16 237 / 144; at M = 128 on 4096 x 4096
 # 273 / 63.
 CPU_DENSE_FROM_M = 16
+# But the dense path makes the whole float32 weight each call (8x the 4-bit bytes): past
+# this size the kernel, which decodes 64 columns at a time, keeps the call's memory small
+# (a 4096 x 128256 head would take 2.1 GB a call; 8192 x 28672 at M = 16 read 708 ms on
+# the kernel against 605 dense here: little to lose).
+CPU_DENSE_MAX_WEIGHT_BYTES = 512 << 20
 # Except on Hopper, where impl="auto" takes the wgmma kernel (ffi/wgmma_kernel.h) up to
 # its own limit: it beat the dense path at every M from 256 to 1024 on the four large
 # benchmark shapes but one tie (4096 x 14336 at M = 1024; session 9 calls 1-2), and at M =
@@ -186,7 +191,9 @@ def _cpu(a, codes, scales, zero_points, bias, *, impl, **params):
     K, N = params["K"], params["N"]
     M = _shapes.rows(a.shape)
     f32 = jnp.float32
-    if not _ffi.has_cpu_kernel() or impl == "dense" or (impl == "auto" and M >= CPU_DENSE_FROM_M):
+    dense_fits = 4 * K * N <= CPU_DENSE_MAX_WEIGHT_BYTES
+    if not _ffi.has_cpu_kernel() or impl == "dense" or (
+            impl == "auto" and M >= CPU_DENSE_FROM_M and dense_fits):
         # In float32 throughout, as the C++ kernel computes: the weight is not rounded
         # to a's dtype, and the bias is added before the one rounding of the output.
         return _dense(a.astype(f32), codes, scales, zero_points, bias, **params).astype(a.dtype)

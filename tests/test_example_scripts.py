@@ -58,7 +58,8 @@ def test_onnx_example_matches_onnxruntime():
     for module in ("flax", "onnx", "onnxruntime", "onnx_ir"):
         pytest.importorskip(module)
     out = _run("onnx_example.py")
-    assert _figure(out, "relative error, jax_marlin (Flax) vs onnxruntime MatMulNBits:") <= 1e-3
+    # float32 both ways (issue 4 asks <= 1e-3; they read ~5e-7)
+    assert _figure(out, "relative error, jax_marlin (Flax) vs onnxruntime MatMulNBits:") <= 1e-5
 
 
 def test_tensor_parallel_example_matches_the_oracle_without_gathering():

@@ -4,6 +4,8 @@ Oracles: the float Flax layers (within quantization error) and the same layers
 with the dequantized weights (tight).
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +19,7 @@ from flax import nnx  # noqa: E402
 
 import jax_marlin  # noqa: E402
 import jax_marlin.flax as jmf  # noqa: E402
+from jax_marlin import _checks  # noqa: E402
 from jax_marlin.flax import linen as jml  # noqa: E402
 
 
@@ -43,6 +46,8 @@ def test_linear_matches_float_linear(bits, block_size, symmetric, use_bias):
         linear.bias[...] = jax.random.normal(jax.random.key(1), (72,))
     layer = jmf.Linear.from_linear(linear, bits=bits, block_size=block_size, symmetric=symmetric)
     assert (layer.in_features, layer.out_features, layer.bits) == (200, 72, bits)
+    assert layer.weights.block_size == block_size
+    _checks.prepared_weights(layer.weights)  # the arrays agree with the fields
     assert (layer.zero_points is None) == symmetric
     x = jax.random.normal(jax.random.key(2), (3, 5, 200))
     y = layer(x)
@@ -203,6 +208,7 @@ def test_quantize_model_include_exclude():
     summary = jmf.quantize_model(model, block_size=32, include=r"^layers/", exclude=r"/down$")
     assert summary.replaced == ("layers/0/up", "layers/1/up")
     assert isinstance(model.layers[0].up, jmf.Linear)
+    assert model.layers[0].up.weights.block_size == 32
     assert type(model.layers[0].down) is nnx.Linear and type(model.embed) is nnx.Linear
     # Calling it again quantizes what is left.
     rest = jmf.quantize_model(model, bits=8, block_size=32)
@@ -216,6 +222,10 @@ def test_quantize_model_takes_lists_of_patterns():
                                  exclude=[r"/down$"])
     assert sorted(summary.replaced) == ["embed", "layers/0/up"]
     assert jmf.quantize_model(_Model(nnx.Rngs(0)), block_size=32, include=[]).replaced == ()
+    # Each pattern alone: its own inline flags; compiled ones as they are.
+    summary = jmf.quantize_model(_Model(nnx.Rngs(0)), block_size=32,
+                                 include=["(?i)^EMBED$", re.compile(r"^layers/1/up$")])
+    assert sorted(summary.replaced) == ["embed", "layers/1/up"]
     with pytest.raises(TypeError, match="exclude must be a regular expression .* got 3"):
         jmf.quantize_model(_Model(nnx.Rngs(0)), exclude=3)
 
@@ -300,21 +310,32 @@ def test_linen_dense_quantize_params(bits, symmetric):
     assert _rel(y, float_model.apply(float_vars, x)) < (0.1 if bits == 4 else 0.01)
 
 
-def test_linen_dense_checks_its_input_against_the_stored_k():
-    """K is stored (the shape of an empty leaf): an input a few features short of the last
-    block, which the arrays alone cannot tell, is refused; the leaf survives Flax's
-    serialization; variables without it (from before) still apply."""
+def test_linen_dense_checks_its_input_against_the_stored_k(tmp_path):
+    """K is stored (the shape of a leaf): an input a few features short of the last block,
+    which the arrays alone cannot tell, is refused; the leaf survives Flax's serialization
+    and an orbax checkpoint; variables without it (from before) still apply."""
     x = jax.random.normal(jax.random.key(0), (2, 200))
     dense = jml.Dense(features=16, block_size=32)
     variables = dense.init(jax.random.key(1), x)
-    assert variables["quantized"]["in_features"].shape == (200, 0)
+    assert variables["quantized"]["in_features"].shape == (200,)
     with pytest.raises(ValueError, match=r"Dense .*the input has 190 features, but its "
                                          r"quantized weights were made for 200"):
         dense.apply(variables, x[:, :190])
     restored = flax.serialization.from_bytes(variables, flax.serialization.to_bytes(variables))
-    assert restored["quantized"]["in_features"].shape == (200, 0)
+    assert restored["quantized"]["in_features"].shape == (200,)
     y = dense.apply(restored, x)
     np.testing.assert_array_equal(y, dense.apply(variables, x))
+    try:
+        import orbax.checkpoint as ocp
+    except ImportError:
+        ocp = None
+    if ocp is not None:  # what flax.training's checkpoints use
+        path, checkpointer = tmp_path / "ckpt", ocp.StandardCheckpointer()
+        checkpointer.save(path, variables)
+        checkpointer.wait_until_finished()  # the save is asynchronous
+        restored = checkpointer.restore(path)
+        assert restored["quantized"]["in_features"].shape == (200,)
+        np.testing.assert_array_equal(dense.apply(restored, x), y)
     older = {**variables, "quantized": {k: v for k, v in variables["quantized"].items()
                                         if k != "in_features"}}
     np.testing.assert_array_equal(dense.apply(older, x), y)
@@ -377,3 +398,7 @@ def test_linen_dense_refuses_variables_it_cannot_read():
     with pytest.raises(ValueError, match=r"symmetric=False, but its 'quantized' collection "
                                          r"holds no zero_points"):
         asymmetric.apply(symmetric_vars, x)
+    with pytest.raises(ValueError, match=r"Dense .*'quantized' arrays do not fit features=16, "
+                                         r"bits=4, block_size=64; quantize_params and this "
+                                         r"Dense must agree"):
+        jml.Dense(features=16, block_size=64).apply(variables, x)

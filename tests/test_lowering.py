@@ -190,6 +190,21 @@ def test_cpu_lowering_takes_the_dense_path_from_its_m(weights, dtype):
             assert re.search(r"dot_general.*tensor<\d+x100xf32>.*tensor<\d+x100xf32>", text), text
 
 
+def test_cpu_lowering_keeps_large_weights_on_the_kernel(monkeypatch, weights):
+    """Past ops.CPU_DENSE_MAX_WEIGHT_BYTES of float32 weight, impl="auto" keeps the C++
+    kernel at any M (the dense path would make the whole float32 weight each call)."""
+    if not jm.build_info()["cpu"]:
+        pytest.skip("the CPU module is not built")
+    w = weights[4]
+    monkeypatch.setattr(ops, "CPU_DENSE_MAX_WEIGHT_BYTES", 4 * w.K * w.N - 1)
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w), _spec((64, 100), jnp.float32), w,
+                        platform="cpu")
+    assert custom_calls(text) == [CPU_TARGET]
+    text = lowered_text(lambda a, w: jm.matmul_nbits(a, w, impl="dense"),
+                        _spec((64, 100), jnp.float32), w, platform="cpu")
+    assert custom_calls(text) == []  # "dense" still forces it
+
+
 def test_build_info():
     info = jm.build_info()
     assert info["cpu"] is True

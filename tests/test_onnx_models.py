@@ -370,6 +370,8 @@ def test_onnxruntime_quantized_model_end_to_end(eight_bit_layer):
     assert len(layers) == 3
     flax_model = _flax_mlp(layers, float_model)
     got = nnx.jit(lambda m, x: m(x))(flax_model, x)
-    assert _rel(got, expected) <= 1e-3
+    # Issue 4 asks 1e-3 for float32; both compute in float32 and read ~5e-7 here, so a
+    # bound near that catches what 1e-3 would let through.
+    assert _rel(got, expected) <= 1e-5
     # and the quantized network is close to the float one (a sanity bound, not the oracle)
     assert _rel(got, _ort_run(float_model, {"x": x})) < 0.15

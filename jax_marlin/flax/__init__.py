@@ -137,15 +137,17 @@ def _nbytes(x) -> int:
 
 
 def _patterns(name, value):
-    """``value``, a regular expression or a list of them, as one compiled expression that
-    matches where any of them does (None stays None)."""
+    """``value``, a regular expression (a string or compiled) or a list of them, as a test
+    of a layer's path: true where any of them ``re.search``-es it (None stays None)."""
     if value is None:
         return None
-    patterns = [value] if isinstance(value, str) else value
-    if not isinstance(patterns, (list, tuple)) or not all(isinstance(p, str) for p in patterns):
+    patterns = [value] if isinstance(value, (str, re.Pattern)) else value
+    if not isinstance(patterns, (list, tuple)) or not all(
+            isinstance(p, (str, re.Pattern)) for p in patterns):
         raise TypeError(f"{name} must be a regular expression (str) or a list of them, got "
                         f"{value!r}")
-    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)")  # []: matches nothing
+    compiled = [re.compile(p) for p in patterns]  # each alone: its own flags and groups
+    return lambda path: any(p.search(path) for p in compiled)
 
 
 def quantize_model(model, *, bits: int = 4, block_size: int = 128,
@@ -177,9 +179,9 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128,
         if type(node) is not nnx.Linear:
             continue
         name = "/".join(str(key) for key in path)
-        if include_re is not None and not include_re.search(name):
+        if include_re is not None and not include_re(name):
             continue
-        if exclude_re is not None and exclude_re.search(name):
+        if exclude_re is not None and exclude_re(name):
             continue
         layer = Linear.from_linear(node, bits=bits, block_size=block_size, symmetric=symmetric)
         new_layers[id(node)] = layer

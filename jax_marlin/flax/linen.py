@@ -12,8 +12,9 @@ The contract, for Linen users:
   so a model initializes as usual.
 - As ``nn.Dense``, it takes ``in_features`` from its input, and the input
   must match the weights': their K is kept in the 'quantized' collection as
-  the shape of an empty leaf, ``in_features`` (``uint8 [K, 0]``, no bytes;
-  Linen variables are arrays, and a shape stays static under ``jit``).
+  the shape of a leaf of zeros, ``in_features`` (``uint8 [K]``, K bytes;
+  Linen variables are arrays, and a shape stays static under ``jit``; an
+  empty ``[K, 0]`` would do, but orbax refuses to save zero-size arrays).
 - To convert a trained float model, replace its ``nn.Dense`` by this ``Dense``
   (same name, same ``features``) and convert the variables with
   :func:`quantize_params`, with the same ``bits``/``block_size``/``symmetric``::
@@ -37,6 +38,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 import jax.numpy as jnp
 
 import jax_marlin
+from jax_marlin import _checks
 from jax_marlin.flax import _patterns
 from jax_marlin.weights import MarlinWeights
 
@@ -55,7 +57,7 @@ def quantize_kernel(kernel, *, bits: int = 4, block_size: int = 128,
 
 def _leaves(weights: MarlinWeights) -> dict:
     leaves = {"codes": weights.codes, "scales": weights.scales,
-              "in_features": jnp.zeros((weights.K, 0), jnp.uint8)}
+              "in_features": jnp.zeros((weights.K,), jnp.uint8)}
     if weights.zero_points is not None:
         leaves["zero_points"] = weights.zero_points
     return leaves
@@ -78,8 +80,8 @@ def quantize_params(params, *, bits: int = 4, block_size: int = 128, symmetric: 
 
     def chosen(path):
         name = "/".join(path)
-        return ((include_re is None or include_re.search(name))
-                and not (exclude_re is not None and exclude_re.search(name)))
+        return ((include_re is None or include_re(name))
+                and not (exclude_re is not None and exclude_re(name)))
 
     def split(tree, path):
         kept, quantized = {}, {}
@@ -162,6 +164,13 @@ class Dense(nn.Module):
                                 None if self.symmetric else leaf("zero_points"),
                                 K=in_features, N=self.features, bits=self.bits,
                                 block_size=self.block_size)
+        try:
+            _checks.prepared_weights(weights)
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                f"Dense {self.name!r}: its '{COLLECTION}' arrays do not fit features="
+                f"{self.features}, bits={self.bits}, block_size={self.block_size}; "
+                f"quantize_params and this Dense must agree ({e})") from e
         bias = None
         if self.use_bias:
             bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
