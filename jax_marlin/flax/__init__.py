@@ -168,7 +168,7 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128,
 
     Returns a :class:`QuantizationSummary`.
     """
-    include_re, exclude_re = _patterns("include", include), _patterns("exclude", exclude)
+    include_match, exclude_match = _patterns("include", include), _patterns("exclude", exclude)
     graph = list(nnx.iter_graph(model))  # (path, node); each node once, parents after children
     if type(model) is nnx.Linear:
         raise TypeError("quantize_model replaces the Linear layers inside a model; for a lone "
@@ -179,9 +179,9 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128,
         if type(node) is not nnx.Linear:
             continue
         name = "/".join(str(key) for key in path)
-        if include_re is not None and not include_re(name):
+        if include_match is not None and not include_match(name):
             continue
-        if exclude_re is not None and exclude_re(name):
+        if exclude_match is not None and exclude_match(name):
             continue
         layer = Linear.from_linear(node, bits=bits, block_size=block_size, symmetric=symmetric)
         new_layers[id(node)] = layer

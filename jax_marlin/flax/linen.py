@@ -76,12 +76,12 @@ def quantize_params(params, *, bits: int = 4, block_size: int = 128, symmetric: 
     them; a layer left out keeps its float kernel (that layer stays an
     ``nn.Dense`` in the model). Returns ``{'params': ..., 'quantized': ...}``.
     """
-    include_re, exclude_re = _patterns("include", include), _patterns("exclude", exclude)
+    include_match, exclude_match = _patterns("include", include), _patterns("exclude", exclude)
 
     def chosen(path):
         name = "/".join(path)
-        return ((include_re is None or include_re(name))
-                and not (exclude_re is not None and exclude_re(name)))
+        return ((include_match is None or include_match(name))
+                and not (exclude_match is not None and exclude_match(name)))
 
     def split(tree, path):
         kept, quantized = {}, {}
