@@ -312,13 +312,14 @@ def checksum(*ys):
     return jnp.sum(jnp.abs(jnp.concatenate([y.reshape(-1) for y in ys])), dtype=F32)
 
 
-def in_rotation(copies, n: int):
+def in_rotation(copies, n: int, duplicate=lambda w: jax.tree.map(lambda a: a.copy(), w)):
     """``copies`` extended to at least ``n`` weights by duplicates, each in buffers of its
-    own (``Array.copy``): XLA sees distinct parameters (nothing to merge), the L2 distinct
-    addresses, and no weight is quantized again."""
+    own (``Array.copy``; tinygemm's torch tensors pass their own ``duplicate``): XLA sees
+    distinct parameters (nothing to merge), the L2 distinct addresses, and no weight is
+    quantized again."""
     out = list(copies)
     while len(out) < n:
-        out.append(jax.tree.map(lambda a: a.copy(), copies[len(out) % len(copies)]))
+        out.append(duplicate(copies[len(out) % len(copies)]))
     return tuple(out)
 
 
@@ -629,11 +630,9 @@ class TinyGemm:
             return self.torch.ops.aten._weight_int4pack_mm(x, packed, block, scales_and_zeros)
 
         x, weights, rel_err, note = self._checked(x_host, onnx, dtype, ref_all, mm)
-        # A pass of at least --min-pass-gemms weights, duplicates in buffers of their own,
-        # as in_rotation fills the JAX rows' passes: the pass's fixed work is shared alike.
-        weights = list(weights)
-        while len(weights) < timing.min_pass_gemms:
-            weights.append(tuple(t.clone() for t in weights[len(weights) % len(onnx)]))
+        # A pass as long as the JAX rows': the pass's fixed work is shared alike.
+        weights = in_rotation(weights, timing.min_pass_gemms,
+                              lambda w: tuple(t.clone() for t in w))
         timed = self._bare_passes if bare else self._loop
         us, gemms, compile_s, graph_note, y0 = timed(mm, x, weights, timing)
         if y0 is not None:  # the timed graph's own first GEMM, checked as the JAX rows are

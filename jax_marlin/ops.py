@@ -19,6 +19,7 @@ from jax.interpreters import ad, batching, mlir
 
 from jax_marlin import _checks, _ffi, _layout, _shapes
 from jax_marlin.weights import MarlinWeights, dequantize
+from jax_marlin.weights import check as check_weights
 
 IMPLS = ("auto", "fused", "dense")
 
@@ -39,13 +40,9 @@ def matmul_nbits(a, weights: MarlinWeights, bias=None, *, impl: str = "auto"):
     kernel) or ``"dense"`` (dequantize, then XLA's dot). Platforms other than
     CUDA and the CPU ignore it.
     """
-    if not isinstance(weights, MarlinWeights):
-        raise TypeError(
-            f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), got "
-            f"{type(weights).__name__}")
+    check_weights(weights)
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-    _checks.prepared_weights(weights)
     a = _checks.as_array("a", a)
     _checks.activations(a, weights.K)
     if bias is not None:

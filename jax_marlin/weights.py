@@ -112,6 +112,15 @@ def _repack(packed, scales, zero_points, *, K, N, bits, block_size, kind, scale_
     return tiles, scales, None
 
 
+def check(weights) -> None:
+    """The ``weights`` argument of the public functions: a :class:`MarlinWeights` whose
+    arrays fit its K, N, bits and block_size (built by hand or edited, they may not)."""
+    if not isinstance(weights, MarlinWeights):
+        raise TypeError(f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), "
+                        f"got {type(weights).__name__}")
+    _checks.prepared_weights(weights)
+
+
 def dequantize(weights: MarlinWeights, dtype=jnp.float32):
     """The logical weight ``[N, K]`` of prepared weights, in ``dtype``.
 
@@ -121,11 +130,8 @@ def dequantize(weights: MarlinWeights, dtype=jnp.float32):
     rounding for the scale); for float zero points the kernel computes
     ``code * scale + (-zp * scale)`` instead, one rounding more.
     """
-    if not isinstance(weights, MarlinWeights):
-        raise TypeError(f"weights must be jax_marlin.MarlinWeights (from jax_marlin.prepare), "
-                        f"got {type(weights).__name__}")
+    check(weights)
     dtype = _checks.float_dtype("dtype", dtype)
-    _checks.prepared_weights(weights)
     w = weights
     num_blocks, block = w.k_blocks, w.block_size
     if w.bits == 4:

@@ -136,18 +136,22 @@ def _nbytes(x) -> int:
     return 0 if x is None else int(x.size) * x.dtype.itemsize
 
 
-def _patterns(name, value):
-    """``value``, a regular expression (a string or compiled) or a list of them, as a test
-    of a layer's path: true where any of them ``re.search``-es it (None stays None)."""
-    if value is None:
-        return None
-    patterns = [value] if isinstance(value, (str, re.Pattern)) else value
-    if not isinstance(patterns, (list, tuple)) or not all(
-            isinstance(p, (str, re.Pattern)) for p in patterns):
-        raise TypeError(f"{name} must be a regular expression (str) or a list of them, got "
-                        f"{value!r}")
-    compiled = [re.compile(p) for p in patterns]  # each alone: its own flags and groups
-    return lambda path: any(p.search(path) for p in compiled)
+def _layer_filter(include, exclude):
+    """Whether a layer's '/'-joined path is chosen: it matches ``include`` (any layer when
+    None) and not ``exclude``; each a regular expression (a string or compiled) or a list
+    of them, any of which ``re.search``-es the path."""
+    def compiled(name, value):
+        patterns = [] if value is None else [value] if isinstance(value, (str, re.Pattern)) \
+            else value
+        if not isinstance(patterns, (list, tuple)) or not all(
+                isinstance(p, (str, re.Pattern)) for p in patterns):
+            raise TypeError(f"{name} must be a regular expression (str) or a list of them, "
+                            f"got {value!r}")
+        return [re.compile(p) for p in patterns]  # each alone: its own flags and groups
+
+    included, excluded = compiled("include", include), compiled("exclude", exclude)
+    return lambda path: ((include is None or any(p.search(path) for p in included))
+                         and not any(p.search(path) for p in excluded))
 
 
 def quantize_model(model, *, bits: int = 4, block_size: int = 128,
@@ -168,7 +172,7 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128,
 
     Returns a :class:`QuantizationSummary`.
     """
-    include_match, exclude_match = _patterns("include", include), _patterns("exclude", exclude)
+    chosen = _layer_filter(include, exclude)
     graph = list(nnx.iter_graph(model))  # (path, node); each node once, parents after children
     if type(model) is nnx.Linear:
         raise TypeError("quantize_model replaces the Linear layers inside a model; for a lone "
@@ -179,9 +183,7 @@ def quantize_model(model, *, bits: int = 4, block_size: int = 128,
         if type(node) is not nnx.Linear:
             continue
         name = "/".join(str(key) for key in path)
-        if include_match is not None and not include_match(name):
-            continue
-        if exclude_match is not None and exclude_match(name):
+        if not chosen(name):
             continue
         layer = Linear.from_linear(node, bits=bits, block_size=block_size, symmetric=symmetric)
         new_layers[id(node)] = layer

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 
 import jax_marlin
 from jax_marlin import _checks
-from jax_marlin.flax import _patterns
+from jax_marlin.flax import _layer_filter
 from jax_marlin.weights import MarlinWeights
 
 __all__ = ["COLLECTION", "Dense", "quantize_kernel", "quantize_params"]
@@ -76,16 +76,11 @@ def quantize_params(params, *, bits: int = 4, block_size: int = 128, symmetric: 
     them; a layer left out keeps its float kernel (that layer stays an
     ``nn.Dense`` in the model). Returns ``{'params': ..., 'quantized': ...}``.
     """
-    include_match, exclude_match = _patterns("include", include), _patterns("exclude", exclude)
-
-    def chosen(path):
-        name = "/".join(path)
-        return ((include_match is None or include_match(name))
-                and not (exclude_match is not None and exclude_match(name)))
+    chosen = _layer_filter(include, exclude)
 
     def split(tree, path):
         kept, quantized = {}, {}
-        layer = getattr(tree.get("kernel"), "ndim", None) == 2 and chosen(path)
+        layer = getattr(tree.get("kernel"), "ndim", None) == 2 and chosen("/".join(path))
         if layer:
             quantized.update(_leaves(quantize_kernel(tree["kernel"], bits=bits,
                                                      block_size=block_size,
