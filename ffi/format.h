@@ -7,10 +7,12 @@
 
 namespace jax_marlin::format {
 
-// The attributes a weight may have: K and N in [1, 2^31], block_size a power of
-// two in [16, 2^31] (so k_pad < 2^32), bits 2, 4 or 8 (_checks.format_attributes
-// in Python).
-constexpr int64_t kMaxDim = int64_t{1} << 31;
+// The attributes a weight may have: K and N in [1, 2^29], block_size a power of
+// two in [16, 2^29], bits 2, 4 or 8 (_checks.format_attributes in Python). The
+// bound is the kernels': they address within a row of N 2-byte scales, and a k
+// or a k-step, in 32-bit ints (2 x n_pad and k_pad stay below 2^31 with room).
+// No layer comes near it (the largest vocabularies are ~2^18).
+constexpr int64_t kMaxDim = int64_t{1} << 29;
 inline bool ValidShape(int64_t K, int64_t N, int64_t bits, int64_t block_size) {
   return K >= 1 && N >= 1 && K <= kMaxDim && N <= kMaxDim && block_size >= 16 &&
          block_size <= kMaxDim && (block_size & (block_size - 1)) == 0 &&
