@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace jax_marlin::format {
 
@@ -12,7 +13,10 @@ namespace jax_marlin::format {
 // bound is the kernels': they address within a row of N 2-byte scales, and a k
 // or a k-step, in 32-bit ints (2 x n_pad and k_pad stay below 2^31 with room).
 // No layer comes near it (the largest vocabularies are ~2^18).
-constexpr int64_t kMaxDim = int64_t{1} << 29;
+constexpr int kMaxDimLog2 = 29;
+constexpr int64_t kMaxDim = int64_t{1} << kMaxDimLog2;
+// The bound as the errors print it: "2^29".
+inline std::string MaxDimText() { return "2^" + std::to_string(kMaxDimLog2); }
 inline bool ValidShape(int64_t K, int64_t N, int64_t bits, int64_t block_size) {
   return K >= 1 && N >= 1 && K <= kMaxDim && N <= kMaxDim && block_size >= 16 &&
          block_size <= kMaxDim && (block_size & (block_size - 1)) == 0 &&

@@ -44,8 +44,9 @@ inline xla::ffi::Error CheckWeights(const WeightShape& s, xla::ffi::AnyBuffer co
   if (!format::ValidShape(s.K, s.N, s.bits, s.block_size) || s.zero_point_kind < 0 ||
       s.zero_point_kind > 2) {
     return Error::InvalidArgument(
-        "jax_marlin: invalid K, N, bits, block_size or zero-point kind (K and N in [1, 2^29], "
-        "block_size a power of two in [16, 2^29], bits 2, 4 or 8)");
+        "jax_marlin: invalid K, N, bits, block_size or zero-point kind (K and N in [1, " +
+        format::MaxDimText() + "], block_size a power of two in [16, " + format::MaxDimText() +
+        "], bits 2, 4 or 8)");
   }
   const int64_t kb = s.k_blocks();
   int64_t code_bits = 0, per_column = 0, zp_row_bytes = (kb * s.bits + 7) / 8, zp_bytes = 0;

@@ -21,8 +21,9 @@ static void RaiseIfInvalid(int64_t M, int64_t K, int64_t N, int64_t block_size,
   if (M < 1 || !jax_marlin::format::ValidShape(K, N, 4, block_size) || zero_point_kind < 0 ||
       zero_point_kind > 2) {
     throw std::invalid_argument(
-        "jax_marlin: a plan needs M >= 1, K and N in [1, 2^29], block_size a power of two in "
-        "[16, 2^29] and a zero-point kind 0-2, got M=" + std::to_string(M) + ", K=" +
+        "jax_marlin: a plan needs M >= 1, K and N in [1, " + jax_marlin::format::MaxDimText() +
+        "], block_size a power of two in [16, " + jax_marlin::format::MaxDimText() +
+        "] and a zero-point kind 0-2, got M=" + std::to_string(M) + ", K=" +
         std::to_string(K) + ", N=" + std::to_string(N) + ", block_size=" +
         std::to_string(block_size) + ", kind=" + std::to_string(zero_point_kind));
   }

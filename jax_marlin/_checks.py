@@ -28,17 +28,18 @@ def _is_int(value) -> bool:
 # The largest K, N and block_size (ffi/format.h kMaxDim, where the reason is: the
 # kernels index within a row of N scales, or along k, in 32-bit ints).
 MAX_DIM = 1 << 29
+_MAX_DIM_TEXT = f"2**{MAX_DIM.bit_length() - 1}"
 
 
 def format_attributes(K, N, bits, block_size) -> None:
     for name, value in (("K", K), ("N", N)):
         if not _is_int(value) or not 1 <= value <= MAX_DIM:
-            raise ValueError(f"{name} must be an integer from 1 to 2**29, got {value!r}")
+            raise ValueError(f"{name} must be an integer from 1 to {_MAX_DIM_TEXT}, got {value!r}")
     if not _is_int(bits) or bits not in _format.SUPPORTED_BITS:
         raise ValueError(f"bits must be one of {_format.SUPPORTED_BITS}, got {bits!r}")
     if (not _is_int(block_size) or not 16 <= block_size <= MAX_DIM
             or block_size & (block_size - 1)):
-        raise ValueError(f"block_size must be a power of two from 16 to 2**29, got "
+        raise ValueError(f"block_size must be a power of two from 16 to {_MAX_DIM_TEXT}, got "
                          f"{block_size!r}")
 
 
